@@ -1,0 +1,120 @@
+"""The operator's TOML config, as frozen pydantic models.
+
+Every section forbids unknown keys, so a typo is an error rather than a silently ignored
+setting, and every error names its key path::
+
+    $ toolcage tools --config bad.toml
+    error: bad.toml: limits.truncate_bytes: Input should be greater than 0 (got -1)
+
+Relative paths in the file resolve against the file's own directory; with no file at all,
+the built-in defaults apply.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class ConfigError(ValueError):
+    """The config file is missing, unreadable, not TOML, or has a bad key or value."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LimitsConfig(_Section):
+    """Limits that apply to every tool unless a ``[tools.NAME]`` entry overrides them."""
+
+    truncate_bytes: int = Field(16 * 1024, gt=0)
+    """Tool output beyond this many UTF-8 bytes is truncated (the full text is kept)."""
+    default_timeout: float = Field(30.0, gt=0)
+    """Seconds a tool call may take when the tool and config name no other timeout."""
+    max_argument_bytes: int = Field(1024 * 1024, gt=0)
+    """Arguments larger than this (as JSON) are refused before anything else looks at them."""
+
+
+class OutputStoreConfig(_Section):
+    """Bounds of the store that keeps truncated outputs for ``tool_output_read``."""
+
+    max_entries: int = Field(256, gt=0)
+    max_total_bytes: int = Field(64 * 1024 * 1024, gt=0)
+    max_age_seconds: float = Field(3600.0, gt=0)
+
+
+class ApprovalConfig(_Section):
+    """Which privileged tools run without asking."""
+
+    auto_approve: tuple[str, ...] = ()
+    """Privileged tools the operator allows outright (no approval callback is asked)."""
+
+
+class ToolOverride(_Section):
+    """Per-tool settings, under ``[tools.NAME]``."""
+
+    timeout: float | None = Field(None, gt=0)
+    """Seconds; replaces the tool's own timeout."""
+    truncate_bytes: int | None = Field(None, gt=0)
+    """Replaces ``limits.truncate_bytes`` for this tool."""
+    memory_bytes: int | None = Field(None, gt=0)
+    """Memory limit for a WASM guest."""
+    output_bytes: int | None = Field(None, gt=0)
+    """Cap on the raw stdout/stderr a guest or command may produce."""
+
+
+class AgentConfig(_Section):
+    """An agent profile, under ``[agents.NAME]``."""
+
+    tools: tuple[str, ...]
+    """The tools this agent may call; every other tool is ``not_found`` for it."""
+
+
+class ToolcageConfig(_Section):
+    """The whole config file."""
+
+    limits: LimitsConfig = LimitsConfig()
+    output_store: OutputStoreConfig = OutputStoreConfig()
+    approval: ApprovalConfig = ApprovalConfig()
+    tools: dict[str, ToolOverride] = {}
+    agents: dict[str, AgentConfig] = {}
+    base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
+    """Directory that relative paths resolve against (the config file's own directory)."""
+
+
+def load_config(path: str | Path | None = None) -> ToolcageConfig:
+    """Read and validate a config file; ``None`` gives the built-in defaults."""
+    if path is None:
+        return ToolcageConfig()
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    return parse_config(raw, base_dir=path.resolve().parent, source=str(path))
+
+
+def parse_config(raw: dict[str, Any], *, base_dir: Path, source: str = "config") -> ToolcageConfig:
+    """Validate an already-parsed config mapping."""
+    try:
+        return ToolcageConfig.model_validate({**raw, "base_dir": base_dir})
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {_describe(exc)}") from None
+
+
+def _describe(exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        if err["type"] == "extra_forbidden":
+            problems.append(f"{where}: unknown key")
+        else:
+            problems.append(f"{where}: {err['msg']} (got {err['input']!r})")
+    return "; ".join(problems)

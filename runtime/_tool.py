@@ -1,0 +1,132 @@
+"""What a tool is: its declaration, its safety tier, the per-call context, and the Protocol.
+
+A tool is declared once, as a :class:`FunctionDecl` in the OpenAI function-calling shape
+(name, one-line description, JSON Schema parameters); provider adapters translate it.
+Anything with ``schema()``, ``execute()``, ``timeout`` and ``safety_tier`` is a tool: a
+host-trusted Python function (see :func:`toolcage.runtime.tool`), a WASI guest, the shell.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Protocol, runtime_checkable
+
+from ._result import ToolResult
+
+TOOL_NAME = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
+"""snake_case: lower-case words joined by single underscores."""
+
+
+class SafetyTier(enum.StrEnum):
+    """How much harm a tool can do; decides approval and mount modes."""
+
+    READ_ONLY = "read_only"
+    """Observes only. Gets read-only mounts; may run concurrently with its siblings."""
+    SIDE_EFFECTING = "side_effecting"
+    """Changes files or the outside world within what its policy grants."""
+    PRIVILEGED = "privileged"
+    """Needs approval (or an operator's standing allowance) for every call."""
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionDecl:
+    """A tool's declaration, as models see it."""
+
+    name: str
+    """Unique snake_case name."""
+    description: str
+    """One line that tells a model when to use the tool."""
+    parameters: Mapping[str, Any]
+    """JSON Schema of the arguments object (``{"type": "object", "properties": ...}``)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The OpenAI function-calling shape: ``{"name", "description", "parameters"}``."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file the user attached to the current turn."""
+
+    name: str
+    """The file name the user gave it (never trusted as a path)."""
+    mime_type: str
+    """Declared media type."""
+    data: bytes = field(repr=False)
+    """The raw bytes."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressUpdate:
+    """A progress report from a running tool."""
+
+    message: str
+    """What the tool is doing now."""
+    fraction: float | None = None
+    """How far along it is, 0.0 to 1.0, when it knows."""
+
+
+ProgressCallback = Callable[[ProgressUpdate], None]
+
+
+def _ignore_progress(update: ProgressUpdate) -> None:
+    del update
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecutionContext:
+    """Who is calling and what the turn carries; immutable for the duration of a call."""
+
+    user_id: str = "local"
+    """The end user on whose behalf the model acts."""
+    session_id: str = "default"
+    """The conversation; truncated outputs are readable only from the same session."""
+    agent_id: str = "default"
+    """Which agent profile (decides the enabled tool set)."""
+    channel_id: str | None = None
+    """The channel the turn came from (chat room, thread, ...), if any."""
+    thread_id: str | None = None
+    """The thread within the channel, if any."""
+    attachments: tuple[Attachment, ...] = ()
+    """Files attached to the current turn."""
+    progress: ProgressCallback = _ignore_progress
+    """Called by tools to report progress; the pipeline turns it into events."""
+    call_id: str = ""
+    """Id of the current tool call (set by the pipeline)."""
+    metadata: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Free-form host data, read-only."""
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """Anything that can be called as a tool."""
+
+    @property
+    def timeout(self) -> float:
+        """Seconds a call may take before it is stopped."""
+        ...
+
+    @property
+    def safety_tier(self) -> SafetyTier:
+        """See :class:`SafetyTier`."""
+        ...
+
+    def schema(self) -> FunctionDecl:
+        """The tool's declaration."""
+        ...
+
+    async def execute(self, args: Mapping[str, Any], ctx: ToolExecutionContext) -> ToolResult:
+        """Run with validated arguments; raise a :class:`ToolError` to fail."""
+        ...
+
+
+@runtime_checkable
+class DeclaresNeeds(Protocol):
+    """Optional: a tool that says what it needs (mounts, network, sidecar, ...), for listings."""
+
+    @property
+    def needs(self) -> tuple[str, ...]: ...
