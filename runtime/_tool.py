@@ -101,6 +101,18 @@ class ToolExecutionContext:
     """Free-form host data, read-only."""
 
 
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A model's request to run a tool."""
+
+    name: str
+    """The tool's name as the model wrote it."""
+    arguments: Mapping[str, Any] | str
+    """The arguments object, or its JSON text as some providers send it."""
+    id: str = ""
+    """The provider's call id, kept so the result can be matched to the call."""
+
+
 @runtime_checkable
 class Tool(Protocol):
     """Anything that can be called as a tool."""

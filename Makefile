@@ -1,0 +1,47 @@
+# toolcage -- every target sets up what it needs by itself, on a fresh clone.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+TESTS ?=
+PYTEST_ARGS ?=
+
+.PHONY: help install system-deps wasm test lint bench demo clean
+
+help: ## show this help
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed ## create .venv and install toolcage with its dev tools
+
+system-deps: ## install the system packages toolcage needs (bubblewrap), when missing
+	@command -v bwrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; }
+
+wasm: $(VENV)/.installed ## build the WASI guest tools with the pinned zig
+	$(BIN)/python -m toolcage.wasm_tools.build
+
+test: install system-deps wasm ## set everything up and run the test suite
+	$(BIN)/pytest $(if $(TESTS),-k "$(TESTS)") $(PYTEST_ARGS)
+
+lint: install ## ruff and mypy --strict
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy runtime policies host_bindings sidecar wasm_tools tests
+
+bench: install system-deps wasm ## measure the pipeline, the sandbox and the shell round trip
+	$(BIN)/python tests/bench/run.py
+
+demo: install system-deps wasm ## run toolcage's main job on the embedded default config
+	$(BIN)/python -m toolcage.runtime.demo
+
+clean: ## remove the venv, caches and built guests
+	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache
+	find . -name __pycache__ -prune -exec rm -rf {} +
+	find wasm_tools -name '*.wasm' -delete

@@ -1,0 +1,1 @@
+"""Sources of the WASI guest tools, their build, and the built modules."""
