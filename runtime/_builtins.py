@@ -20,6 +20,6 @@ def load_builtins(
     config: ToolcageConfig, output_store: OutputStore, stack: AsyncExitStack
 ) -> tuple[list[Tool], list[SecurityCheck]]:
     """Build the built-in tools and the security checks for ``config``."""
-    tools: list[Tool] = [ToolOutputRead(output_store)]
+    tools: list[Tool] = [ToolOutputRead(output_store, page_limit=config.limits.truncate_bytes)]
     checks: list[SecurityCheck] = []
     return tools, checks

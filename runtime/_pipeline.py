@@ -1,0 +1,187 @@
+"""``execute_with_policy``: the one path every tool call takes.
+
+In order, each step able to end the call with its own error envelope:
+
+1. **lookup** -- unknown or disabled for this agent: ``not_found``;
+2. **decode** -- arguments as an object (JSON text is parsed; oversized input refused);
+3. **before hooks** -- may block (``blocked``) or rewrite the arguments;
+4. **safety gate** -- privileged tools need approval: ``permission_denied``;
+5. **normalise** -- camelCase/snake_case names, JSON-in-a-string values;
+6. **validate** -- JSON Schema: ``validation_error`` naming field, expectation and value;
+7. **security checks** -- paths, shell, egress: ``permission_denied``;
+8. **execute under a deadline** -- ``timeout`` on time even if the tool ignores
+   cancellation; any exception becomes ``execution_error``;
+9. **truncate** -- text beyond the byte limit is cut and kept in the output store;
+10. **after / persist hooks**, then the ``tool_execution_end`` event.
+
+Every call yields exactly one :class:`ToolResult`, with its duration, and emits one start and
+one end event. Only the caller's own cancellation propagates (after the end event, with a
+``cancelled`` result, is delivered): anyio's rule that cancellation is never swallowed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import secrets
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+
+from toolcage.policies import LimitsConfig, ToolOverride
+
+from ._approval import SafetyGate
+from ._arguments import ArgumentSpec, decode_arguments, normalise_arguments, validate_arguments
+from ._deadline import DeadlineExceeded, run_with_deadline
+from ._errors import (
+    ToolBlockedError,
+    ToolCancelledError,
+    ToolError,
+    ToolExecutionError,
+    ToolTimeoutError,
+)
+from ._hooks import Hooks, ToolExecutionEnd, ToolExecutionStart, ToolExecutionUpdate
+from ._output_store import OutputStore, cut_utf8, truncation_marker
+from ._registry import ToolRegistry
+from ._result import TextContent, ToolResult
+from ._security import SecurityCheck
+from ._tool import ProgressCallback, ProgressUpdate, ToolCall, ToolExecutionContext
+
+logger = logging.getLogger("toolcage")
+
+NO_OVERRIDE = ToolOverride()
+
+
+class ToolPipeline:
+    """Runs tool calls through lookup, gate, validation, checks, deadline and truncation."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        limits: LimitsConfig,
+        output_store: OutputStore,
+        gate: SafetyGate | None = None,
+        hooks: Hooks | None = None,
+        checks: list[SecurityCheck] | None = None,
+        overrides: Mapping[str, ToolOverride] | None = None,
+    ) -> None:
+        self.registry = registry
+        self.limits = limits
+        self.output_store = output_store
+        self.gate = gate or SafetyGate()
+        self.hooks = hooks or Hooks()
+        self.checks = checks if checks is not None else []
+        self.overrides = dict(overrides or {})
+        self._specs: dict[str, ArgumentSpec] = {}
+
+    async def execute(self, call: ToolCall, ctx: ToolExecutionContext) -> ToolResult:
+        """Run one call; always returns its result (see the module docstring)."""
+        started = time.perf_counter()
+        if not call.id:
+            call = dataclasses.replace(call, id="call_" + secrets.token_hex(8))
+        ctx = dataclasses.replace(ctx, call_id=call.id)
+        if self.hooks.listeners:
+            ctx = dataclasses.replace(ctx, progress=self._progress_sink(call, ctx))
+        await self.hooks.emit(ToolExecutionStart(call, ctx))
+        try:
+            result = await self._run(call, ctx)
+        except ToolError as exc:
+            result = ToolResult.failure(call.name, exc)
+        except Exception as exc:
+            logger.exception("tool %s failed", call.name)
+            result = ToolResult.failure(call.name, ToolExecutionError(_describe_crash(exc)))
+        except BaseException as exc:
+            if not isinstance(exc, anyio.get_cancelled_exc_class()):
+                raise
+            cancelled = ToolCancelledError(f"Tool {call.name} was cancelled")
+            with anyio.CancelScope(shield=True):
+                await self._finish(call, ctx, ToolResult.failure(call.name, cancelled), started)
+            raise
+        return await self._finish(call, ctx, result, started)
+
+    async def _run(self, call: ToolCall, ctx: ToolExecutionContext) -> ToolResult:
+        tool = self.registry.get(call.name, ctx.agent_id)
+        args = decode_arguments(call.arguments, self.limits.max_argument_bytes)
+        block, call = await self.hooks.run_before(dataclasses.replace(call, arguments=args), ctx)
+        if block is not None:
+            raise ToolBlockedError(block.reason)
+        args = dict(call.arguments) if isinstance(call.arguments, Mapping) else args
+        await self.gate.admit(call.name, tool, args, ctx)
+        spec = self._spec(call.name)
+        args = normalise_arguments(args, spec)
+        validate_arguments(args, spec)
+        checked: Mapping[str, Any] = args
+        for check in self.checks:
+            checked = check.check(tool, checked, ctx)
+        override = self.overrides.get(call.name, NO_OVERRIDE)
+        timeout = override.timeout or tool.timeout or self.limits.default_timeout
+        try:
+            result = await run_with_deadline(tool.execute(checked, ctx), timeout)
+        except DeadlineExceeded:
+            raise ToolTimeoutError(f"Tool {call.name} timed out after {timeout:g} s") from None
+        except TimeoutError as exc:
+            if isinstance(exc, ToolError):
+                raise
+            raise ToolTimeoutError(f"Tool {call.name} timed out: {exc}") from exc
+        if not isinstance(result, ToolResult):
+            raise ToolExecutionError(
+                f"Tool {call.name} returned {type(result).__name__}, not a ToolResult"
+            )
+        if result.is_error and result.error is None:
+            raise ToolExecutionError(result.output_text or f"Tool {call.name} failed")
+        return self._truncate(result, override.truncate_bytes or self.limits.truncate_bytes, ctx)
+
+    async def _finish(
+        self, call: ToolCall, ctx: ToolExecutionContext, result: ToolResult, started: float
+    ) -> ToolResult:
+        result = dataclasses.replace(
+            result, tool=call.name, duration=time.perf_counter() - started
+        )
+        try:
+            await self.hooks.run_after(call, ctx, result)
+            result = await self.hooks.run_persist(call, ctx, result)
+        except Exception as exc:
+            logger.exception("a result hook failed for %s", call.name)
+            failure = ToolExecutionError(f"a result hook failed: {_describe_crash(exc)}")
+            result = ToolResult.failure(call.name, failure, result.duration)
+        await self.hooks.emit(ToolExecutionEnd(call, ctx, result))
+        return result
+
+    def _spec(self, name: str) -> ArgumentSpec:
+        spec = self._specs.get(name)
+        if spec is None:
+            spec = self._specs[name] = ArgumentSpec.of(self.registry.declaration(name))
+        return spec
+
+    def _truncate(self, result: ToolResult, limit: int, ctx: ToolExecutionContext) -> ToolResult:
+        texts = [b for b in result.content if isinstance(b, TextContent)]
+        if sum(len(b.text) for b in texts) <= limit // 4:
+            return result  # cannot exceed the limit even at 4 bytes per character
+        data = result.output_text.encode("utf-8")
+        if len(data) <= limit:
+            return result
+        handle = self.output_store.put(data, ctx)
+        shown = cut_utf8(data, limit).decode("utf-8") + truncation_marker(len(data), handle)
+        others = tuple(b for b in result.content if not isinstance(b, TextContent))
+        return dataclasses.replace(result, content=(TextContent(shown), *others))
+
+    def _progress_sink(self, call: ToolCall, ctx: ToolExecutionContext) -> ProgressCallback:
+        """Progress reports become ``tool_execution_update`` events, from any thread."""
+        hooks = self.hooks
+        loop = asyncio.get_running_loop()
+        outer = ctx.progress
+
+        def report(update: ProgressUpdate) -> None:
+            outer(update)
+            loop.call_soon_threadsafe(hooks.emit_sync, ToolExecutionUpdate(call, ctx, update))
+
+        return report
+
+
+def _describe_crash(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

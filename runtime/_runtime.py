@@ -1,0 +1,152 @@
+"""The embedding API: a :class:`Runtime` built from the operator's config.
+
+>>> async with Runtime.from_config("toolcage.toml") as runtime:   # doctest: +SKIP
+...     result = await runtime.execute("file_read", {"path": "/workspace/notes.md"})
+...     print(result.envelope())
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping
+from contextlib import AsyncExitStack
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from toolcage.policies import ToolcageConfig, load_config
+
+from ._approval import ApprovalPolicy, SafetyGate
+from ._builtins import load_builtins
+from ._hooks import Hooks
+from ._output_store import OutputStore
+from ._pipeline import ToolPipeline
+from ._registry import ToolRegistry
+from ._result import ToolResult
+from ._security import SecurityCheck
+from ._tool import Tool, ToolCall, ToolExecutionContext
+
+DEFAULT_CONTEXT = ToolExecutionContext()
+
+
+class Runtime:
+    """Tools, policies and the pipeline, ready to execute calls.
+
+    Use :meth:`from_config` to get the built-in tools and the operator's policies; the
+    constructor is for embedders who assemble everything themselves. A runtime owns
+    resources (the wasmtime engine, the shell sidecar): close it with ``await aclose()`` or
+    ``async with``.
+    """
+
+    def __init__(
+        self,
+        config: ToolcageConfig | None = None,
+        *,
+        tools: Iterable[Tool] = (),
+        checks: Iterable[SecurityCheck] = (),
+        approval: ApprovalPolicy | None = None,
+        hooks: Hooks | None = None,
+        stack: AsyncExitStack | None = None,
+        output_store: OutputStore | None = None,
+    ) -> None:
+        self.config = config or ToolcageConfig()
+        self.output_store = output_store or OutputStore.from_config(self.config.output_store)
+        self.registry = ToolRegistry(tools)
+        self.hooks = hooks or Hooks()
+        self.gate = SafetyGate(self.config.approval.auto_approve, approval)
+        self._stack = stack or AsyncExitStack()
+        self._closed = False
+        self.pipeline = ToolPipeline(
+            self.registry,
+            limits=self.config.limits,
+            output_store=self.output_store,
+            gate=self.gate,
+            hooks=self.hooks,
+            checks=list(checks),
+            overrides=self.config.tools,
+        )
+
+    @classmethod
+    def from_config(
+        cls,
+        path: str | Path | ToolcageConfig | None = None,
+        *,
+        approval: ApprovalPolicy | None = None,
+        tools: Iterable[Tool] = (),
+    ) -> Runtime:
+        """A runtime with the built-in tools under the policies of a config file.
+
+        ``path=None`` uses the embedded defaults (a ``./workspace`` directory mounted at
+        ``/workspace``). Extra host ``tools`` are registered beside the built-in ones.
+        """
+        config = path if isinstance(path, ToolcageConfig) else load_config(path)
+        stack = AsyncExitStack()
+        store = OutputStore.from_config(config.output_store)
+        builtin_tools, checks = load_builtins(config, store, stack)
+        runtime = cls(
+            config,
+            tools=[*builtin_tools, *tools],
+            checks=checks,
+            approval=approval,
+            stack=stack,
+            output_store=store,
+        )
+        for agent_id, agent in config.agents.items():
+            runtime.registry.enable_only(agent_id, agent.tools)
+        return runtime
+
+    def register(self, tool: Tool) -> None:
+        """Add a host tool."""
+        self.registry.register(tool)
+
+    @property
+    def approval(self) -> ApprovalPolicy | None:
+        return self.gate.policy
+
+    @approval.setter
+    def approval(self, policy: ApprovalPolicy | None) -> None:
+        self.gate.policy = policy
+
+    async def execute(
+        self,
+        tool_name: str,
+        arguments: Mapping[str, Any] | str,
+        context: ToolExecutionContext | None = None,
+    ) -> ToolResult:
+        """Run one tool call through the full pipeline; never raises for a tool failure."""
+        return await self.pipeline.execute(
+            ToolCall(tool_name, arguments), context or DEFAULT_CONTEXT
+        )
+
+    async def execute_call(self, call: ToolCall, context: ToolExecutionContext) -> ToolResult:
+        """Like :meth:`execute`, for a call as a model made it (keeps its id)."""
+        return await self.pipeline.execute(call, context)
+
+    async def aclose(self) -> None:
+        """Release the engine, the sidecar and any other resource the tools hold."""
+        if not self._closed:
+            self._closed = True
+            await self._stack.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __del__(self) -> None:
+        if not getattr(self, "_closed", True) and _has_resources(self._stack):
+            warnings.warn(
+                "Runtime was not closed; use 'async with' or 'await runtime.aclose()'",
+                ResourceWarning,
+                stacklevel=1,
+            )
+
+
+def _has_resources(stack: AsyncExitStack) -> bool:
+    return bool(getattr(stack, "_exit_callbacks", ()))
