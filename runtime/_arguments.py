@@ -64,11 +64,29 @@ class ArgumentSpec:
             for alias in (to_snake(name), to_camel(name)):
                 if alias != name and alias not in properties:
                     aliases[alias] = name
-            types = prop.get("type") if isinstance(prop, Mapping) else None
-            types = {types} if isinstance(types, str) else set(types or ())
+            types = _schema_types(prop)
             if types and "string" not in types and types <= _NOT_STRING_TYPES:
                 json_params.add(name)
         return cls(validator_class(schema), aliases, frozenset(json_params))
+
+
+def _schema_types(schema: Any) -> set[str]:
+    """The JSON types a (sub)schema admits, looking through anyOf/oneOf; empty if unknown."""
+    if not isinstance(schema, Mapping):
+        return set()
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        return {declared}
+    if isinstance(declared, list):
+        return set(declared)
+    types: set[str] = set()
+    for key in ("anyOf", "oneOf"):
+        for option in schema.get(key, ()):
+            option_types = _schema_types(option)
+            if not option_types:
+                return set()
+            types |= option_types
+    return types
 
 
 def decode_arguments(raw: Mapping[str, Any] | str, max_bytes: int) -> dict[str, Any]:
@@ -108,7 +126,7 @@ def normalise_arguments(args: dict[str, Any], spec: ArgumentSpec) -> dict[str, A
             try:
                 args[name] = json.loads(value)
             except json.JSONDecodeError:
-                expected = spec.validator.schema["properties"][name].get("type")
+                expected = sorted(_schema_types(spec.validator.schema["properties"][name]))
                 raise ToolValidationError(
                     f"field '{name}' must be {_a(expected)}, got a string that is not JSON: "
                     f"{_preview(value)}",
@@ -181,7 +199,7 @@ def _json_type(value: Any) -> str:
 
 def _a(expected: Any) -> str:
     if isinstance(expected, list):
-        return " or ".join(_a(e) for e in expected)
+        return " or ".join(_a(e) for e in expected if e != "null")
     return f"an {expected}" if str(expected)[:1] in "aeiou" else f"a {expected}"
 
 

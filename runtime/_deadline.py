@@ -16,6 +16,7 @@ process-group kill, so nothing runs on unobserved for long.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -32,16 +33,30 @@ class DeadlineExceeded(Exception):
 
 async def run_with_deadline(work: Coroutine[Any, Any, T], timeout: float) -> T:
     """Run ``work`` as a task; its result, or :class:`DeadlineExceeded` after ``timeout`` s."""
-    task = asyncio.ensure_future(work)
+    loop = asyncio.get_running_loop()
+    task = loop.create_task(work)
+    # What asyncio.wait does, without its per-call set and list bookkeeping.
+    waiter = loop.create_future()
+    wake = functools.partial(_wake, waiter)
+    task.add_done_callback(wake)
+    timer = loop.call_later(timeout, wake)
     try:
-        done, _ = await asyncio.wait((task,), timeout=timeout)
+        await waiter
     except BaseException:
         _abandon(task)
         raise
-    if not done:
+    finally:
+        timer.cancel()
+        task.remove_done_callback(wake)
+    if not task.done():
         _abandon(task)
         raise DeadlineExceeded
     return task.result()
+
+
+def _wake(waiter: asyncio.Future[None], *_: object) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def abandoned_count() -> int:

@@ -28,6 +28,7 @@ import functools
 import inspect
 import json
 import re
+import typing
 from collections.abc import Callable, Mapping
 from typing import Any, overload
 
@@ -187,7 +188,7 @@ def _arguments_model(
         annotation = hints.get(param.name)
         if annotation is None:
             raise UsageError(f"{func.__name__}: parameter {param.name!r} needs a type hint")
-        if annotation is ToolExecutionContext:
+        if _is_context(annotation):
             context_param = param.name
             continue
         default = ... if param.default is param.empty else param.default
@@ -201,6 +202,15 @@ def _arguments_model(
         **fields,
     )
     return context_param, model
+
+
+def _is_context(annotation: Any) -> bool:
+    """``ToolExecutionContext``, or an Optional of it."""
+    if annotation is ToolExecutionContext:
+        return True
+    return ToolExecutionContext in typing.get_args(annotation) and all(
+        a in (ToolExecutionContext, type(None)) for a in typing.get_args(annotation)
+    )
 
 
 def _inline_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -82,11 +82,12 @@ class ToolPipeline:
         """Run one call; always returns its result (see the module docstring)."""
         started = time.perf_counter()
         if not call.id:
-            call = dataclasses.replace(call, id="call_" + secrets.token_hex(8))
-        ctx = dataclasses.replace(ctx, call_id=call.id)
+            call = ToolCall(call.name, call.arguments, "call_" + secrets.token_hex(8))
+        ctx = ctx.for_call(call.id, ctx.progress)
         if self.hooks.listeners:
-            ctx = dataclasses.replace(ctx, progress=self._progress_sink(call, ctx))
-        await self.hooks.emit(ToolExecutionStart(call, ctx))
+            ctx = ctx.for_call(call.id, self._progress_sink(call, ctx))
+        if self.hooks.listeners:
+            await self.hooks.emit(ToolExecutionStart(call, ctx))
         try:
             result = await self._run(call, ctx)
         except ToolError as exc:
@@ -106,10 +107,11 @@ class ToolPipeline:
     async def _run(self, call: ToolCall, ctx: ToolExecutionContext) -> ToolResult:
         tool = self.registry.get(call.name, ctx.agent_id)
         args = decode_arguments(call.arguments, self.limits.max_argument_bytes)
-        block, call = await self.hooks.run_before(dataclasses.replace(call, arguments=args), ctx)
-        if block is not None:
-            raise ToolBlockedError(block.reason)
-        args = dict(call.arguments) if isinstance(call.arguments, Mapping) else args
+        if self.hooks.before:
+            block, call = await self.hooks.run_before(ToolCall(call.name, args, call.id), ctx)
+            if block is not None:
+                raise ToolBlockedError(block.reason)
+            args = dict(call.arguments) if isinstance(call.arguments, Mapping) else args
         await self.gate.admit(call.name, tool, args, ctx)
         spec = self._spec(call.name)
         args = normalise_arguments(args, spec)
@@ -138,18 +140,23 @@ class ToolPipeline:
     async def _finish(
         self, call: ToolCall, ctx: ToolExecutionContext, result: ToolResult, started: float
     ) -> ToolResult:
-        result = dataclasses.replace(
-            result, tool=call.name, duration=time.perf_counter() - started
-        )
+        result = result.finished(call.name, time.perf_counter() - started)
+        if self.hooks.after or self.hooks.persist:
+            result = await self._result_hooks(call, ctx, result)
+        if self.hooks.listeners:
+            await self.hooks.emit(ToolExecutionEnd(call, ctx, result))
+        return result
+
+    async def _result_hooks(
+        self, call: ToolCall, ctx: ToolExecutionContext, result: ToolResult
+    ) -> ToolResult:
         try:
             await self.hooks.run_after(call, ctx, result)
-            result = await self.hooks.run_persist(call, ctx, result)
+            return await self.hooks.run_persist(call, ctx, result)
         except Exception as exc:
             logger.exception("a result hook failed for %s", call.name)
             failure = ToolExecutionError(f"a result hook failed: {_describe_crash(exc)}")
-            result = ToolResult.failure(call.name, failure, result.duration)
-        await self.hooks.emit(ToolExecutionEnd(call, ctx, result))
-        return result
+            return ToolResult.failure(call.name, failure, result.duration)
 
     def _spec(self, name: str) -> ArgumentSpec:
         spec = self._specs.get(name)

@@ -68,6 +68,12 @@ class ToolResult:
             duration=duration,
         )
 
+    def finished(self, tool: str, duration: float) -> ToolResult:
+        """This result, stamped with the tool that produced it and the call's duration."""
+        return ToolResult(
+            self.content, self.details, self.display, self.is_error, duration, self.error, tool
+        )
+
     @property
     def output_text(self) -> str:
         """All text blocks, joined by newlines."""

@@ -100,6 +100,20 @@ class ToolExecutionContext:
     metadata: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """Free-form host data, read-only."""
 
+    def for_call(self, call_id: str, progress: ProgressCallback) -> ToolExecutionContext:
+        """This context for one call (``dataclasses.replace``, without its per-call cost)."""
+        return ToolExecutionContext(
+            self.user_id,
+            self.session_id,
+            self.agent_id,
+            self.channel_id,
+            self.thread_id,
+            self.attachments,
+            progress,
+            call_id,
+            self.metadata,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:

@@ -1,0 +1,55 @@
+"""The pipeline's own overhead: a no-op host tool through execute_with_policy."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+
+from toolcage.runtime import Runtime, SafetyTier, tool
+
+from .stats import summarise, us
+
+CALLS = 10_000
+
+
+@tool(safety_tier=SafetyTier.READ_ONLY)
+async def noop(value: int = 0) -> str:
+    """Do nothing.
+
+    Args:
+        value: Ignored.
+    """
+    return ""
+
+
+async def _measure() -> tuple[list[float], list[float]]:
+    runtime = Runtime(tools=[noop])
+    args = {"value": 1}
+    for _ in range(500):  # warm caches and the validator
+        await runtime.execute("noop", args)
+    pipeline, direct = [], []
+    clock = time.perf_counter
+    for _ in range(CALLS):
+        started = clock()
+        result = await runtime.execute("noop", args)
+        pipeline.append(clock() - started)
+        assert not result.is_error, result.envelope()
+    ctx = __import__("toolcage.runtime", fromlist=["x"]).ToolExecutionContext()
+    for _ in range(CALLS):
+        started = clock()
+        await noop.execute(args, ctx)
+        direct.append(clock() - started)
+    return pipeline, direct
+
+
+def run() -> list[str]:
+    pipeline, direct = anyio.run(_measure)
+    p_med, p_p99 = summarise(pipeline)
+    d_med, d_p99 = summarise(direct)
+    return [
+        f"no-op host tool, {CALLS:,} calls through execute_with_policy: "
+        f"median {us(p_med)}, p99 {us(p_p99)} (target: median < 50 µs)",
+        f"the same tool's execute() called directly: median {us(d_med)}, p99 {us(d_p99)}",
+        f"pipeline overhead (median difference): {us(p_med - d_med)}",
+    ]
