@@ -104,7 +104,9 @@ def load_config(path: str | Path | None = None) -> ToolcageConfig:
 def parse_config(raw: dict[str, Any], *, base_dir: Path, source: str = "config") -> ToolcageConfig:
     """Validate an already-parsed config mapping."""
     if "base_dir" in raw:
-        raise ConfigError(f"{source}: base_dir: unknown key (paths resolve against the file's directory)")
+        raise ConfigError(
+            f"{source}: base_dir: unknown key (paths resolve against the file's directory)"
+        )
     try:
         return ToolcageConfig.model_validate({**raw, "base_dir": base_dir})
     except ValidationError as exc:

@@ -42,6 +42,8 @@ class ArgumentSpec:
     """What is needed, per tool, to normalise and validate its arguments; built once."""
 
     validator: Validator
+    properties: Mapping[str, Any]
+    """The schema's ``properties``."""
     aliases: Mapping[str, str]
     """Alternative spelling → the parameter name the schema uses."""
     json_params: frozenset[str]
@@ -54,7 +56,7 @@ class ArgumentSpec:
             validator_class = jsonschema.validators.validator_for(
                 schema, default=jsonschema.Draft202012Validator
             )
-            validator_class.check_schema(schema)
+            validator_class.check_schema(dict(schema))
         except jsonschema.SchemaError as exc:
             raise UsageError(f"tool {decl.name!r} has an invalid schema: {exc.message}") from exc
         properties: Mapping[str, Any] = schema.get("properties", {})
@@ -67,7 +69,7 @@ class ArgumentSpec:
             types = _schema_types(prop)
             if types and "string" not in types and types <= _NOT_STRING_TYPES:
                 json_params.add(name)
-        return cls(validator_class(schema), aliases, frozenset(json_params))
+        return cls(validator_class(schema), properties, aliases, frozenset(json_params))
 
 
 def _schema_types(schema: Any) -> set[str]:
@@ -126,7 +128,7 @@ def normalise_arguments(args: dict[str, Any], spec: ArgumentSpec) -> dict[str, A
             try:
                 args[name] = json.loads(value)
             except json.JSONDecodeError:
-                expected = sorted(_schema_types(spec.validator.schema["properties"][name]))
+                expected = sorted(_schema_types(spec.properties[name]))
                 raise ToolValidationError(
                     f"field '{name}' must be {_a(expected)}, got a string that is not JSON: "
                     f"{_preview(value)}",
@@ -146,27 +148,29 @@ def describe_schema_error(error: SchemaError) -> str:
     """One sentence a model can act on: which field, what was expected, what came."""
     where = _field_path(error)
     subject = f"field '{where}'" if where else "the arguments object"
-    value = error.instance
+    value: Any = error.instance
+    rule: Any = error.validator_value
+    schema: Any = error.schema
     match error.validator:
         case "required":
-            missing = [n for n in error.validator_value if n not in value]
+            missing = [n for n in rule if n not in value]
             prefix = f"{where}." if where else ""
             names = ", ".join(f"'{prefix}{n}'" for n in missing)
             return f"missing required field {names}"
         case "additionalProperties":
-            allowed = sorted(error.schema.get("properties", {}))
+            allowed = sorted(schema.get("properties", {}))
             extra = sorted(set(value) - set(allowed))
             return (
                 f"{subject} has unknown field {', '.join(repr(e) for e in extra)}; "
                 f"allowed fields: {', '.join(allowed) or 'none'}"
             )
         case "type":
-            return f"{subject} must be {_a(error.validator_value)}, got {_described(value)}"
+            return f"{subject} must be {_a(rule)}, got {_described(value)}"
         case "enum":
-            options = ", ".join(json.dumps(o) for o in error.validator_value)
+            options = ", ".join(json.dumps(o) for o in rule)
             return f"{subject} must be one of {options}; got {_preview(value)}"
         case "const":
-            return f"{subject} must be {json.dumps(error.validator_value)}; got {_preview(value)}"
+            return f"{subject} must be {json.dumps(rule)}; got {_preview(value)}"
         case _:
             return f"{subject}: {error.message}"
 

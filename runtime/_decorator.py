@@ -47,6 +47,8 @@ _SPHINX_ARG = re.compile(r"^\s*:param\s+(?:[\w\[\], ]+\s+)?(\w+):\s*(.*)$")
 class FunctionTool:
     """A Python function wrapped as a :class:`~toolcage.runtime.Tool`."""
 
+    __name__: str
+
     def __init__(
         self,
         func: Callable[..., Any],
@@ -67,7 +69,7 @@ class FunctionTool:
             description=description or summary or func.__name__.replace("_", " "),
             parameters=_inline_schema(self._model.model_json_schema()),
         )
-        functools.update_wrapper(self, func)  # type: ignore[arg-type]
+        functools.update_wrapper(self, func)
 
     def schema(self) -> FunctionDecl:
         return self._decl
@@ -78,7 +80,9 @@ class FunctionTool:
         except pydantic.ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or None
-            raise ToolValidationError(f"{field or 'arguments'}: {first['msg']}", field=field) from None
+            raise ToolValidationError(
+                f"{field or 'arguments'}: {first['msg']}", field=field
+            ) from None
         kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
         if self._context_param is not None:
             kwargs[self._context_param] = ctx
@@ -196,7 +200,7 @@ def _arguments_model(
             annotation,
             pydantic.Field(default, description=docs.get(param.name)),
         )
-    model = pydantic.create_model(  # type: ignore[call-overload]
+    model = pydantic.create_model(
         f"{func.__name__}_arguments",
         __config__=pydantic.ConfigDict(extra="forbid"),
         **fields,

@@ -25,7 +25,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar, cast
 
 from ._result import ToolResult
 from ._tool import ProgressUpdate, ToolCall, ToolExecutionContext
@@ -33,7 +33,7 @@ from ._tool import ProgressUpdate, ToolCall, ToolExecutionContext
 logger = logging.getLogger("toolcage")
 
 T = TypeVar("T")
-MaybeAwaitable = T | Awaitable[T]
+MaybeAwaitable: TypeAlias = T | Awaitable[T]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,13 +73,15 @@ class ToolExecutionEnd:
 ToolEvent = ToolExecutionStart | ToolExecutionUpdate | ToolExecutionEnd
 BeforeHook = Callable[[ToolCall, ToolExecutionContext], MaybeAwaitable[Block | Rewrite | None]]
 AfterHook = Callable[[ToolCall, ToolExecutionContext, ToolResult], MaybeAwaitable[None]]
-PersistHook = Callable[[ToolCall, ToolExecutionContext, ToolResult], MaybeAwaitable[ToolResult | None]]
+PersistHook = Callable[
+    [ToolCall, ToolExecutionContext, ToolResult], MaybeAwaitable[ToolResult | None]
+]
 Listener = Callable[[ToolEvent], MaybeAwaitable[None]]
 
 
 async def _resolve(value: MaybeAwaitable[T]) -> T:
     if inspect.isawaitable(value):
-        return await value
+        return await cast(Awaitable[T], value)
     return value
 
 
@@ -87,7 +89,9 @@ class Hooks:
     """The hooks and listeners of a runtime.
 
     >>> hooks = Hooks()
-    >>> hooks.before_tool_call(lambda call, ctx: Block("read-only hour") if call.name == "file_write" else None)
+    >>> def no_writes(call, ctx):
+    ...     return Block("read-only hour") if call.name == "file_write" else None
+    >>> hooks.before_tool_call(no_writes)
     >>> hooks.on_event(print)
     """
 
@@ -119,14 +123,16 @@ class Hooks:
     ) -> tuple[Block | None, ToolCall]:
         """Run the before hooks; a block stops at once, rewrites accumulate."""
         for hook in self.before:
-            outcome = await _resolve(hook(call, ctx))
+            outcome: Block | Rewrite | None = await _resolve(hook(call, ctx))
             if isinstance(outcome, Block):
                 return outcome, call
             if isinstance(outcome, Rewrite):
                 call = ToolCall(call.name, dict(outcome.arguments), call.id)
         return None, call
 
-    async def run_after(self, call: ToolCall, ctx: ToolExecutionContext, result: ToolResult) -> None:
+    async def run_after(
+        self, call: ToolCall, ctx: ToolExecutionContext, result: ToolResult
+    ) -> None:
         for hook in self.after:
             await _resolve(hook(call, ctx, result))
 
@@ -134,7 +140,7 @@ class Hooks:
         self, call: ToolCall, ctx: ToolExecutionContext, result: ToolResult
     ) -> ToolResult:
         for hook in self.persist:
-            replacement = await _resolve(hook(call, ctx, result))
+            replacement: ToolResult | None = await _resolve(hook(call, ctx, result))
             if replacement is not None:
                 result = replacement
         return result
@@ -157,6 +163,6 @@ class Hooks:
                 logger.exception("toolcage event listener failed on %s", type(event).__name__)
                 continue
             if inspect.isawaitable(outcome):
-                task = asyncio.ensure_future(outcome)
+                task: asyncio.Future[None] = asyncio.ensure_future(outcome)
                 self._pending.add(task)
                 task.add_done_callback(self._pending.discard)

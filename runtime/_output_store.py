@@ -41,9 +41,7 @@ def cut_utf8(data: bytes, limit: int) -> bytes:
 def truncation_marker(original_size: int, handle: str | None) -> str:
     marker = f"\n[output truncated — original size: {original_size:,} bytes]"
     if handle is not None:
-        marker += (
-            f'\n[full output: call tool_output_read with handle "{handle}" to read more]'
-        )
+        marker += f'\n[full output: call tool_output_read with handle "{handle}" to read more]'
     return marker
 
 

@@ -30,7 +30,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import anyio
-
 from toolcage.policies import LimitsConfig, ToolOverride
 
 from ._approval import SafetyGate

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 import anyio
-
 from toolcage.policies import ConfigError
 
 from ._approval import Approval, ApprovalRequest, CallbackApproval
@@ -34,7 +33,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["sidecar"]:
         from toolcage.sidecar.__main__ import main as sidecar_main
 
-        return sidecar_main(argv[1:])
+        status: int = sidecar_main(argv[1:])
+        return status
     args = _parser().parse_args(argv)
     try:
         runtime = Runtime.from_config(args.config)

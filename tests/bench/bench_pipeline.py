@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 import anyio
-
 from toolcage.runtime import Runtime, SafetyTier, tool
 
 from .stats import summarise, us

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from toolcage.policies import ConfigError, ToolcageConfig, load_config
 
 
@@ -39,7 +38,9 @@ class TestLoadConfig:
         assert "limits.truncate_bytes: Input should be greater than 0 (got -1)" in str(info.value)
 
     def test_nested_tool_key_path(self, tmp_path: Path) -> None:
-        with pytest.raises(ConfigError, match=r"tools\.file_read\.timeout: Input should be a valid"):
+        with pytest.raises(
+            ConfigError, match=r"tools\.file_read\.timeout: Input should be a valid"
+        ):
             load_config(write(tmp_path, '[tools.file_read]\ntimeout = "soon"\n'))
 
     def test_not_toml(self, tmp_path: Path) -> None:

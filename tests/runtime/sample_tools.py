@@ -6,7 +6,6 @@ import enum
 from typing import Literal
 
 import pydantic
-
 from toolcage.runtime import SafetyTier, ToolExecutionContext, tool
 
 

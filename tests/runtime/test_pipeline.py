@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Mapping
 from typing import Any
 
 import anyio
 import pytest
-
 from toolcage.policies import ToolcageConfig
 from toolcage.policies._config import parse_config
 from toolcage.runtime import (
@@ -131,7 +131,9 @@ class TestArguments:
 
     async def test_unknown_field_lists_the_allowed_ones(self) -> None:
         env = (await Runtime(tools=[echo]).execute("echo", {"text": "a", "txt": "b"})).envelope()
-        assert env["message"] == "the arguments object has unknown field 'txt'; allowed fields: text"
+        assert (
+            env["message"] == "the arguments object has unknown field 'txt'; allowed fields: text"
+        )
 
     async def test_enum_violation_lists_the_options(self) -> None:
         from .sample_tools import describe
@@ -219,7 +221,10 @@ class TestArguments:
             )
         ).envelope()
         assert env["field"] == "tags"
-        assert env["message"] == "field 'tags' must be an array, got a string that is not JSON: \"a,b\""
+        assert (
+            env["message"]
+            == "field 'tags' must be an array, got a string that is not JSON: \"a,b\""
+        )
 
     @pytest.mark.parametrize("as_text", [False, True])
     async def test_ten_megabyte_argument_is_refused_cleanly(self, as_text: bool) -> None:
@@ -382,10 +387,9 @@ class TestTimeouts:
 
         async def stubborn(args: Mapping[str, Any], ctx: ToolExecutionContext) -> ToolResult:
             while not release.is_set():
-                try:
-                    await anyio.sleep(10)
-                except BaseException:  # noqa: S110 - the point of this tool is to ignore cancellation
-                    pass
+                # The point of this tool: it swallows every cancellation.
+                with contextlib.suppress(BaseException):
+                    await anyio.sleep(0.05)
             return ToolResult.text("finally")
 
         runtime = Runtime(tools=[StaticTool("stubborn", stubborn, timeout=0.2)])

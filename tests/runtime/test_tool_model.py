@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-
 import toolcage.runtime
 from toolcage.runtime import (
     ErrorKind,
@@ -93,7 +92,8 @@ class TestToolDecorator:
         point = next(o for o in props["point"]["anyOf"] if o.get("type") == "object")
         assert point["properties"]["x"] == {"type": "integer"}
         assert "ctx" not in props
-        assert "$defs" not in json.dumps(params) and "$ref" not in json.dumps(params)
+        assert "$defs" not in json.dumps(params)
+        assert "$ref" not in json.dumps(params)
 
     def test_sphinx_style_parameter_docs(self) -> None:
         @tool
