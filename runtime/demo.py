@@ -1,0 +1,67 @@
+"""``make demo``: toolcage's main job on the embedded default config.
+
+A model-like script of tool calls goes through the real pipeline -- WASI-sandboxed file
+tools on the default ``./workspace`` mount, a refused path traversal, the clock, and one
+approved shell command in the sandboxed sidecar -- and every result envelope is printed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+
+from ._approval import Approval, ApprovalRequest, CallbackApproval
+from ._runtime import Runtime
+
+SCRIPT: list[tuple[str, dict[str, Any], str]] = [
+    (
+        "file_write",
+        {
+            "path": "/workspace/demo/hello.md",
+            "content": "# Hello\n\ntoolcage says hi.\n",
+            "create_parents": True,
+        },
+        "write a file inside the workspace",
+    ),
+    (
+        "file_edit",
+        {"path": "/workspace/demo/hello.md", "old": "says hi", "new": "says hello"},
+        "edit it in place",
+    ),
+    ("file_read", {"path": "/workspace/demo/hello.md"}, "read it back"),
+    ("file_list", {"path": "/workspace/demo"}, "list the directory"),
+    ("file_search", {"path": "/workspace", "query": "hello"}, "search the workspace"),
+    ("file_read", {"path": "/workspace/../../../etc/passwd"}, "a path traversal: refused"),
+    ("file_read", {"path": "/etc/shadow"}, "a path outside every mount: refused"),
+    ("file_write", {"path": "/workspace/x.txt", "content": 42}, "a wrong type: validation"),
+    ("get_current_time", {"timezone": "Europe/Paris"}, "the host clock, in a guest"),
+    ("shell_exec", {"command": "echo hello from the sandbox && pwd"}, "a shell command, approved"),
+    ("shell_exec", {"command": "cat /etc/shadow; curl http://example.com"}, "refused by policy"),
+    ("no_such_tool", {}, "an unknown tool"),
+]
+
+
+def _approve(request: ApprovalRequest) -> Approval:
+    print(f"   [approver] allowing {request.tool} {json.dumps(dict(request.arguments))}")
+    return Approval.ALLOW_ONCE
+
+
+async def main() -> None:
+    async with Runtime.from_config(None, approval=CallbackApproval(_approve)) as runtime:
+        print("toolcage demo — tools on the default config:")
+        for row in runtime.registry.listing():
+            print(f"  {row.name:<18} {row.safety_tier.value:<14} {row.description}")
+        for name, arguments, why in SCRIPT:
+            if name not in runtime.registry and name != "no_such_tool":
+                print(f"\n-- {name}: not available in this build, skipped")
+                continue
+            print(f"\n-- {why}\n   call {name} {json.dumps(arguments)}")
+            result = await runtime.execute(name, arguments)
+            envelope = json.dumps(result.envelope(), ensure_ascii=False, indent=2)
+            print("   " + envelope.replace("\n", "\n   "))
+
+
+if __name__ == "__main__":
+    anyio.run(main)
