@@ -1,5 +1,30 @@
-"""Capabilities the host lends to WASI guests, and the stores behind them."""
+"""Capabilities the host lends to WASI guests (ABI in :mod:`._abi`), and who gets which."""
 
+from ._abi import ABI_VERSION, AbiError, module_name
 from ._base import CallState, HostBinding, current_call
+from ._clock import ClockBinding, host_timezone
+from ._grants import HostBindings, UnknownCapability
+from ._http import HttpBinding
+from ._http_client import EgressClient, HttpFailure, HttpResponse
+from ._progress import LogBinding, ProgressBinding
+from ._search import SearchBinding
 
-__all__ = ["CallState", "HostBinding", "current_call"]
+__all__ = [
+    "ABI_VERSION",
+    "AbiError",
+    "CallState",
+    "ClockBinding",
+    "EgressClient",
+    "HostBinding",
+    "HostBindings",
+    "HttpBinding",
+    "HttpFailure",
+    "HttpResponse",
+    "LogBinding",
+    "ProgressBinding",
+    "SearchBinding",
+    "UnknownCapability",
+    "current_call",
+    "host_timezone",
+    "module_name",
+]

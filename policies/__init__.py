@@ -3,6 +3,7 @@
 Policies decide -- data in, verdict out -- and import nothing of the rest of toolcage.
 """
 
+from ._addresses import blocked_reason
 from ._config import (
     ApprovalConfig,
     ConfigError,
@@ -12,13 +13,47 @@ from ._config import (
     ToolOverride,
     load_config,
 )
+from ._egress import (
+    EgressConfig,
+    EgressPolicy,
+    EgressRules,
+    EgressViolation,
+    WebSearchConfig,
+)
+from ._mounts import GrantedMount, MountArea, MountError, MountPolicy, MountsConfig
+from ._paths import PathPolicyViolation, canonical_guest_path
+from ._shell_config import ShellConfig, ShellLimits, ShellMode, ShellSyntax
+from ._shell_env import protected_env_reason
+from ._shell_policy import ShellPolicy, ShellVerdict
+from ._shell_words import ShellPolicyViolation
 
 __all__ = [
     "ApprovalConfig",
     "ConfigError",
+    "EgressConfig",
+    "EgressPolicy",
+    "EgressRules",
+    "EgressViolation",
+    "GrantedMount",
     "LimitsConfig",
+    "MountArea",
+    "MountError",
+    "MountPolicy",
+    "MountsConfig",
     "OutputStoreConfig",
+    "PathPolicyViolation",
+    "ShellConfig",
+    "ShellLimits",
+    "ShellMode",
+    "ShellPolicy",
+    "ShellPolicyViolation",
+    "ShellSyntax",
+    "ShellVerdict",
     "ToolOverride",
     "ToolcageConfig",
+    "WebSearchConfig",
+    "blocked_reason",
+    "canonical_guest_path",
     "load_config",
+    "protected_env_reason",
 ]

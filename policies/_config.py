@@ -18,6 +18,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ._egress import EgressConfig
+from ._mounts import MountsConfig
+from ._shell_config import ShellConfig
+
 
 class ConfigError(ValueError):
     """The config file is missing, unreadable, not TOML, or has a bad key or value."""
@@ -81,6 +85,9 @@ class ToolcageConfig(_Section):
     approval: ApprovalConfig = ApprovalConfig()
     tools: dict[str, ToolOverride] = {}
     agents: dict[str, AgentConfig] = {}
+    shell: ShellConfig = ShellConfig()
+    egress: EgressConfig = EgressConfig()
+    mounts: MountsConfig = MountsConfig()
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Directory that relative paths resolve against (the config file's own directory)."""
 

@@ -1,5 +1,6 @@
 """toolcage's runtime: the tool model, the pipeline every call takes, and the embedding API."""
 
+from ._accumulator import ToolCallAccumulator
 from ._approval import Approval, ApprovalPolicy, ApprovalRequest, CallbackApproval
 from ._decorator import FunctionTool, tool
 from ._errors import (
@@ -23,6 +24,8 @@ from ._hooks import (
     ToolExecutionStart,
     ToolExecutionUpdate,
 )
+from ._loop import LoopLimits, StopReason, TurnResult, run_turn
+from ._model_client import HttpModelClient, ModelAPIError, ModelClient
 from ._registry import ToolInfo, ToolRegistry
 from ._result import ContentBlock, ImageContent, TextContent, ToolResult
 from ._runtime import Runtime
@@ -49,17 +52,23 @@ __all__ = [
     "FunctionDecl",
     "FunctionTool",
     "Hooks",
+    "HttpModelClient",
     "ImageContent",
+    "LoopLimits",
+    "ModelAPIError",
+    "ModelClient",
     "PermissionDeniedError",
     "ProgressUpdate",
     "Rewrite",
     "Runtime",
     "SafetyTier",
     "SecurityCheck",
+    "StopReason",
     "TextContent",
     "Tool",
     "ToolBlockedError",
     "ToolCall",
+    "ToolCallAccumulator",
     "ToolCancelledError",
     "ToolError",
     "ToolEvent",
@@ -74,6 +83,8 @@ __all__ = [
     "ToolResult",
     "ToolTimeoutError",
     "ToolValidationError",
+    "TurnResult",
     "UsageError",
+    "run_turn",
     "tool",
 ]

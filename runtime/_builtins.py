@@ -12,8 +12,11 @@ from contextlib import AsyncExitStack
 from toolcage.policies import ToolcageConfig
 
 from ._output_store import OutputStore, ToolOutputRead
+from ._path_check import PathCheck
 from ._security import SecurityCheck
+from ._shell_tool import shell_builtins
 from ._tool import Tool
+from .wasm import wasm_builtins
 
 
 def load_builtins(
@@ -22,4 +25,9 @@ def load_builtins(
     """Build the built-in tools and the security checks for ``config``."""
     tools: list[Tool] = [ToolOutputRead(output_store, page_limit=config.limits.truncate_bytes)]
     checks: list[SecurityCheck] = []
+    checks.append(PathCheck.from_config(config))
+    shell_tools, shell_checks = shell_builtins(config, stack)
+    tools += shell_tools
+    checks += shell_checks
+    tools += wasm_builtins(config, stack)
     return tools, checks

@@ -1,0 +1,222 @@
+"""Canonicalising a guest path the way the kernel will resolve it, before a guest runs.
+
+A guest names files by guest paths (``/workspace/src/a.c``, or ``src/a.c`` relative to
+``/workspace``). :func:`canonical_guest_path` walks such a path one component at a time
+over the real host directories behind the granted mounts, exactly as path resolution in the
+kernel does:
+
+- each existing component is ``lstat``-ed; a symlink is replaced by its target *before*
+  the components after it are looked at, so ``link/..`` is the parent of the link's
+  target, not the directory holding the link (purely textual normalisation gets this
+  wrong);
+- a relative target continues from the link's directory; an absolute target is a *host*
+  path (that is what the kernel sees), allowed only when it lies in a granted mount's host
+  directory, and then mapped back to the guest path. (WASI itself refuses to follow
+  absolute targets at all; accepting those that stay inside a mount is the kernel's
+  answer, and the guest never sees the symlink anyway: it gets the canonical path);
+- ``..`` at a mount's root would leave the mount on the host, and is refused;
+- ``..`` after a file is refused (the kernel answers ``ENOTDIR``);
+- more than 40 symlinks (Linux's ``MAXSYMLINKS``) is a loop, and refused;
+- a NUL byte or text that is not UTF-8 is refused outright;
+- trailing components that do not exist yet are allowed, so that a file can be created,
+  but ``..`` after one of them is not (the kernel would fail, and there is nothing to
+  resolve it against).
+
+The resolved path must then be inside a granted mount, writable when the caller needs to
+write, and must not be a FIFO, socket or device (opening one could block or reach outside)
+nor a regular file with more than one hard link (a hard link is the same file as one that
+may lie outside every mount). The result is the canonical guest path, free of symlinks,
+``.`` and ``..``: the guest is handed this path, not the original text, so what it opens is
+what was checked. If the tree changes between the check and the guest's use, WASI's own
+capability check -- every path resolved beneath its preopened directory -- is the second
+wall.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections import deque
+from typing import Literal
+
+from ._mounts import GrantedMount, describe_roots
+
+PathNeed = Literal["read", "write"]
+
+WORKSPACE = "/workspace"
+"""Relative guest paths resolve against this guest directory."""
+MAX_SYMLINKS = 40
+MAX_PATH_BYTES = 4096
+MAX_NAME_BYTES = 255
+
+
+class PathPolicyViolation(ValueError):
+    """A path leaves the granted mounts, or needs a mode its mount does not grant."""
+
+    def __init__(self, reason: str, mounts: tuple[GrantedMount, ...]) -> None:
+        super().__init__(f"{reason}; allowed roots: {describe_roots(mounts)}")
+        self.reason = reason
+        """What is wrong with the path, without the list of roots."""
+        self.mounts = mounts
+        """The mounts the path had to stay in."""
+
+
+def canonical_guest_path(path: str, mounts: tuple[GrantedMount, ...], need: PathNeed) -> str:
+    """Resolve ``path`` like the kernel would; the canonical guest path, or raise.
+
+    Raises :class:`PathPolicyViolation` naming the allowed roots.
+    """
+    return _Walk(path, mounts).resolve(need)
+
+
+class _Walk:
+    def __init__(self, path: str, mounts: tuple[GrantedMount, ...]) -> None:
+        self.path = path
+        self.mounts = mounts
+        self.roots = [(m, _parts(m.guest)) for m in mounts]
+        self.depth = {m.guest: len(parts) for m, parts in self.roots}
+
+    def fail(self, reason: str) -> PathPolicyViolation:
+        shown = self.path if len(self.path) <= 200 else self.path[:200] + "..."
+        return PathPolicyViolation(f"path {shown!r} {reason}", self.mounts)
+
+    def resolve(self, need: PathNeed) -> str:
+        path = self.path
+        if "\x00" in path:
+            raise self.fail("contains a NUL byte")
+        try:
+            size = len(path.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise self.fail("is not valid UTF-8") from None
+        if not path:
+            raise self.fail("is empty")
+        if size > MAX_PATH_BYTES:
+            raise self.fail(f"is longer than {MAX_PATH_BYTES} bytes")
+        if not path.startswith("/"):
+            path = f"{WORKSPACE}/{path}"
+        cur = self.walk(deque(path.split("/")))
+        mount = self.mount_of(cur)
+        if mount is None:
+            raise self.fail("is not inside a mount")
+        canonical = "/" + "/".join(cur)
+        if len(canonical.encode("utf-8")) > MAX_PATH_BYTES:
+            raise self.fail(f"resolves to more than {MAX_PATH_BYTES} bytes")
+        if need == "write":
+            if not mount.writable:
+                raise self.fail(f"is on {mount.guest}, which is read-only for this tool")
+            if canonical == mount.guest:
+                raise self.fail(f"is the root of mount {mount.guest}, which cannot be modified")
+        self.check_file_kind(mount, cur)
+        return canonical
+
+    def walk(self, pending: deque[str]) -> list[str]:
+        cur: list[str] = []
+        links = 0
+        missing = False
+        in_file = False  # the last resolved component is not a directory
+        while pending:
+            name = pending.popleft()
+            if name in ("", "."):
+                continue
+            if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+                raise self.fail(f"has a component longer than {MAX_NAME_BYTES} bytes")
+            if name == "..":
+                if missing:
+                    raise self.fail("uses '..' after a component that does not exist")
+                if in_file:
+                    raise self.fail("uses '..' after a file (not a directory)")
+                mount = self.mount_of(cur)
+                if mount is not None and len(cur) == self.depth[mount.guest]:
+                    raise self.fail(f"climbs out of mount {mount.guest} with '..'")
+                if cur:
+                    cur.pop()  # '..' at the root stays at the root
+                continue
+            cur.append(name)
+            if missing:
+                continue
+            mount = self.mount_of(cur)
+            if mount is None:
+                if self.is_above_a_mount(cur):
+                    continue
+                raise self.fail("is outside the mounts")
+            if len(cur) == self.depth[mount.guest]:
+                continue  # a mount's root: its host directory was resolved when granted
+            host = self.host_of(mount, cur)
+            try:
+                info = os.lstat(host)
+            except (FileNotFoundError, NotADirectoryError):
+                missing = True
+                continue
+            except OSError as exc:
+                raise self.fail(f"cannot be resolved: {exc.strerror}") from None
+            if not stat.S_ISLNK(info.st_mode):
+                in_file = not stat.S_ISDIR(info.st_mode)
+                continue
+            links += 1
+            if links > MAX_SYMLINKS:
+                raise self.fail("has too many levels of symbolic links (a loop?)")
+            cur.pop()
+            target = self.read_link(host)
+            if target.startswith("/"):
+                cur, rest = self.map_host_target(target)
+                pending.extendleft(reversed(rest))
+            else:
+                pending.extendleft(reversed(target.split("/")))
+        return cur
+
+    def read_link(self, host: str) -> str:
+        try:
+            target = os.readlink(host)
+        except OSError as exc:
+            raise self.fail(f"cannot be resolved: {exc.strerror}") from None
+        try:
+            target.encode("utf-8")
+        except UnicodeEncodeError:
+            raise self.fail("goes through a symlink whose target is not UTF-8") from None
+        if not target:
+            raise self.fail("goes through an empty symlink")
+        return target
+
+    def map_host_target(self, target: str) -> tuple[list[str], list[str]]:
+        """An absolute (host) symlink target: the guest path of its mount, and the rest."""
+        parts = [p for p in target.split("/") if p not in ("", ".")]
+        for mount, guest_parts in self.roots:
+            host_parts = list(mount.host.parts[1:])
+            if parts[: len(host_parts)] == host_parts:
+                return list(guest_parts), parts[len(host_parts) :]
+        raise self.fail("goes through a symlink to outside the mounts")
+
+    def mount_of(self, cur: list[str]) -> GrantedMount | None:
+        for mount, guest_parts in self.roots:
+            if cur[: len(guest_parts)] == guest_parts:
+                return mount
+        return None
+
+    def is_above_a_mount(self, cur: list[str]) -> bool:
+        return any(len(cur) < len(parts) and parts[: len(cur)] == cur for _, parts in self.roots)
+
+    def host_of(self, mount: GrantedMount, cur: list[str]) -> str:
+        inside = cur[self.depth[mount.guest] :]
+        return os.path.join(mount.host, *inside)
+
+    def check_file_kind(self, mount: GrantedMount, cur: list[str]) -> None:
+        try:
+            info = os.lstat(self.host_of(mount, cur))
+        except OSError:
+            return  # does not exist (yet): a create
+        mode = info.st_mode
+        if stat.S_ISDIR(mode):
+            return
+        if stat.S_ISLNK(mode):
+            raise self.fail("changed while it was being checked")
+        if not stat.S_ISREG(mode):
+            raise self.fail("is a FIFO, socket or device; only files and directories are allowed")
+        if info.st_nlink > 1:
+            raise self.fail(
+                f"is a file with {info.st_nlink} hard links; hard-linked files are refused "
+                "(the other link may be outside the mounts)"
+            )
+
+
+def _parts(guest: str) -> list[str]:
+    return [p for p in guest.split("/") if p]

@@ -1,0 +1,73 @@
+"""The path policy as a :class:`~toolcage.runtime._security.SecurityCheck`.
+
+A tool that takes paths says which arguments are paths and whether it reads or writes
+through them (``path_arguments``, e.g. ``{"path": "read"}``). Before such a tool runs, each
+of those arguments is canonicalised against the mounts the tool is granted
+(:func:`toolcage.policies.canonical_guest_path`) and replaced by the canonical guest path;
+a path that leaves the mounts, or writes to a read-only one, ends the call with
+``permission_denied`` naming the allowed roots. Tools without ``path_arguments`` pass
+untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from toolcage.policies import (
+    MountError,
+    MountPolicy,
+    PathPolicyViolation,
+    ToolcageConfig,
+    canonical_guest_path,
+)
+
+from ._errors import PermissionDeniedError, ToolExecutionError
+from ._tool import Tool, ToolExecutionContext
+
+
+@runtime_checkable
+class HasPathArguments(Protocol):
+    """A tool some of whose arguments are guest paths."""
+
+    @property
+    def path_arguments(self) -> Mapping[str, Literal["read", "write"]]:
+        """Argument name -> whether the tool reads or writes through that path."""
+        ...
+
+
+class PathCheck:
+    """Keeps every path argument inside the mounts granted to its tool."""
+
+    def __init__(self, policy: MountPolicy) -> None:
+        self.policy = policy
+
+    @classmethod
+    def from_config(cls, config: ToolcageConfig) -> PathCheck:
+        """The check for the mounts of ``config``."""
+        return cls(MountPolicy.from_config(config))
+
+    def check(
+        self, tool: Tool, args: Mapping[str, Any], ctx: ToolExecutionContext
+    ) -> Mapping[str, Any]:
+        """The arguments with each path canonicalised, or :class:`PermissionDeniedError`."""
+        del ctx
+        if not isinstance(tool, HasPathArguments) or not tool.path_arguments:
+            return args
+        name = tool.schema().name
+        try:
+            mounts = self.policy.mounts_for(name, tool.safety_tier.value)
+        except MountError as exc:
+            raise ToolExecutionError(f"the mounts are misconfigured: {exc}") from exc
+        checked = dict(args)
+        for arg, need in tool.path_arguments.items():
+            if arg not in args or args[arg] is None:
+                continue
+            value = args[arg]
+            if not isinstance(value, str):
+                raise PermissionDeniedError(f"{arg} must be a path string", field=arg)
+            try:
+                checked[arg] = canonical_guest_path(value, mounts, need)
+            except PathPolicyViolation as exc:
+                raise PermissionDeniedError(f"{name}: {exc}", field=arg) from exc
+        return checked

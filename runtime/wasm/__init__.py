@@ -1,0 +1,29 @@
+"""The WASM runner: WASI guest tools in wasmtime, under the limits and mounts of their policy.
+
+- :mod:`._engine` -- one engine per runtime, epoch interruption and its ticker;
+- :mod:`._modules` -- built modules from the package data, compiled once, cached on disk;
+- :mod:`._runner` -- a fresh store and instance per call, WASI from the granted mounts;
+- :mod:`._control` -- stopping a guest at its deadline or on cancellation;
+- :mod:`._outcome` -- how a guest ended, mapped onto the error envelope in one place;
+- :mod:`._tool` and :mod:`._loader` -- guests as tools, discovered from their declarations.
+"""
+
+from ._engine import WasmEngine
+from ._loader import wasm_builtins
+from ._modules import ModuleCache, ModuleMissingError, default_cache_dir
+from ._runner import GuestLimits, LinkError, WasmToolRunner
+from ._tool import WasmTool, WasmToolSpec, discover_specs
+
+__all__ = [
+    "GuestLimits",
+    "LinkError",
+    "ModuleCache",
+    "ModuleMissingError",
+    "WasmEngine",
+    "WasmTool",
+    "WasmToolRunner",
+    "WasmToolSpec",
+    "default_cache_dir",
+    "discover_specs",
+    "wasm_builtins",
+]

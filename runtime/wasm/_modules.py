@@ -1,0 +1,106 @@
+"""Finding the built guest modules and compiling each once, with an on-disk cache.
+
+Modules ship as package data of ``toolcage.wasm_tools`` (``modules/NAME.wasm``, built by
+``make wasm``) and are read with :mod:`importlib.resources`. In a source checkout a module
+older than its C source is *stale* and refused, so a forgotten rebuild is a clear error
+rather than old behaviour.
+
+Compiling with Cranelift takes tens of milliseconds per module; loading a serialized one is
+about a hundred times cheaper. Compiled modules are cached under
+``$XDG_CACHE_HOME/toolcage/wasm`` (``~/.cache/toolcage/wasm``) keyed by the module's hash,
+the wasmtime version and the engine settings. The cache is the user's own directory:
+wasmtime trusts what it deserializes, so it must never be shared with less trusted users.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import threading
+from importlib import resources
+from importlib.metadata import version
+from pathlib import Path
+
+import wasmtime
+
+from .._errors import UsageError
+
+BUILD_HINT = "run `make wasm` (python -m toolcage.wasm_tools.build)"
+
+
+class ModuleMissingError(UsageError):
+    """A guest module is not built, or older than its source."""
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/toolcage/wasm``, else ``~/.cache/toolcage/wasm``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "toolcage" / "wasm"
+
+
+def module_bytes(name: str) -> bytes:
+    """The built module of tool ``name`` from the package data; refuses missing or stale."""
+    package = resources.files("toolcage.wasm_tools")
+    wasm = package.joinpath("modules", f"{name}.wasm")
+    if not wasm.is_file():
+        raise ModuleMissingError(f"WASM module {name}.wasm is not built; {BUILD_HINT}")
+    source = package.joinpath("tools", f"{name}.c")
+    if isinstance(wasm, Path) and isinstance(source, Path) and source.is_file():
+        from toolcage.wasm_tools.build import is_stale, sdk_inputs
+
+        if is_stale(wasm, [source, *sdk_inputs()]):
+            raise ModuleMissingError(
+                f"WASM module {name}.wasm is older than its source; {BUILD_HINT}"
+            )
+    return wasm.read_bytes()
+
+
+class ModuleCache:
+    """Compiled modules of one engine, each compiled (or deserialized) once."""
+
+    def __init__(
+        self, engine: wasmtime.Engine, cache_dir: Path | None = None, *, settings: str = ""
+    ) -> None:
+        self._engine = engine
+        self._settings = settings
+        self._dir = default_cache_dir() if cache_dir is None else cache_dir
+        self._modules: dict[str, wasmtime.Module] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> wasmtime.Module:
+        """The compiled module of tool ``name``."""
+        module = self._modules.get(name)
+        if module is None:
+            with self._lock:
+                module = self._modules.get(name)
+                if module is None:
+                    module = self.compile(module_bytes(name))
+                    self._modules[name] = module
+        return module
+
+    def add(self, name: str, wasm: bytes) -> wasmtime.Module:
+        """Compile ``wasm`` as the module of ``name`` (tools that are not package data)."""
+        module = self.compile(wasm)
+        with self._lock:
+            self._modules[name] = module
+        return module
+
+    def compile(self, wasm: bytes) -> wasmtime.Module:
+        """Compile ``wasm``, through the on-disk cache when it is usable."""
+        tag = f"{version('wasmtime')}/{self._settings}".encode()
+        key = hashlib.sha256(wasm + tag).hexdigest()[:40]
+        cached = self._dir / f"{key}.cwasm"
+        try:
+            return wasmtime.Module.deserialize_file(self._engine, str(cached))
+        except (OSError, wasmtime.WasmtimeError):
+            pass  # not cached yet, or written by an engine with other settings: recompile
+        module = wasmtime.Module(self._engine, wasm)
+        try:
+            self._dir.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=self._dir, delete=False) as tmp:
+                tmp.write(module.serialize())
+            os.replace(tmp.name, cached)
+        except OSError:
+            pass  # a read-only home only costs the compile next time
+        return module

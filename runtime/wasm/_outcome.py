@@ -1,0 +1,132 @@
+"""Turning how a guest ended into a :class:`ToolResult` or the matching :class:`ToolError`.
+
+This is the one place where wasmtime's ways of ending (a normal return, ``ExitTrap`` with a
+status, a ``Trap`` with its code, an error from the epoch callback) and the guest's own
+JSON result meet the error envelope:
+
+- exit 0 and ``{"ok": true, "text": ...}`` -> a text result;
+- ``{"ok": false, "error_type": ..., "message": ...}`` -> the class of that error_type
+  (an unknown type is an execution error);
+- stopped at its deadline -> :class:`ToolTimeoutError`; stopped by the caller ->
+  :class:`ToolCancelledError`;
+- a trap with linear memory at the store limit -> :class:`ToolExecutionError` "memory limit";
+- any other trap or a non-zero exit -> :class:`ToolExecutionError` with stderr's tail;
+- stdout that is not a result document (a guest that just prints) -> that text, marked
+  when it was cut at the output cap.
+
+The result document comes from the guest's linear memory when it left one there (the SDK
+does, see ``toolcage.h``), else from stdout.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import wasmtime
+
+from .._errors import (
+    ERROR_CLASSES,
+    ErrorKind,
+    ToolCancelledError,
+    ToolError,
+    ToolExecutionError,
+    ToolTimeoutError,
+)
+from .._result import ToolResult
+from ._output import CappedOutput
+
+
+@dataclass(slots=True)
+class GuestRun:
+    """What one guest run left behind."""
+
+    tool: str
+    """The tool's name, for messages."""
+    timeout: float
+    """Seconds it was given."""
+    stdout: CappedOutput
+    """Its standard output."""
+    stderr: CappedOutput
+    """Its standard error."""
+    error: Exception | None = None
+    """What wasmtime raised, if anything."""
+    stopped: str | None = None
+    """``"timeout"`` or ``"cancelled"`` when the epoch callback stopped it."""
+    memory_bytes: int = 0
+    """Linear memory size at the end."""
+    memory_limit: int = 0
+    """The store's memory limit."""
+    document: bytes | None = None
+    """The result document the guest left in its memory, when it used the SDK's channel."""
+
+
+def outcome(run: GuestRun) -> ToolResult:
+    """The result of ``run``, or raise the :class:`ToolError` it amounts to."""
+    if run.stopped == "timeout":
+        raise ToolTimeoutError(f"Tool {run.tool} timed out after {run.timeout:g} s")
+    if run.stopped == "cancelled":
+        raise ToolCancelledError(f"Tool {run.tool} was cancelled")
+    error = run.error
+    if isinstance(error, wasmtime.ExitTrap):
+        if error.code != 0:
+            raise ToolExecutionError(
+                f"Tool {run.tool} exited with status {error.code}{_stderr_tail(run)}"
+            ) from error
+    elif error is not None:
+        # wasmtime does not say that a failed memory.grow led to the trap; a guest that dies
+        # with its memory within an eighth of the limit is taken to have hit it.
+        slack = max(2 * 65536, run.memory_limit // 8)
+        at_limit = run.memory_limit and run.memory_bytes + slack >= run.memory_limit
+        if at_limit or "exceeds memory limits" in str(error):
+            raise ToolExecutionError(
+                f"Tool {run.tool} was stopped at its memory limit "
+                f"({run.memory_limit // (1 << 20)} MiB)"
+            ) from error
+        raise ToolExecutionError(
+            f"Tool {run.tool} crashed: {_first_line(str(error))}{_stderr_tail(run)}"
+        ) from error
+    return _result(run)
+
+
+def _result(run: GuestRun) -> ToolResult:
+    raw = run.stdout.getvalue() if run.document is None else run.document
+    document = None
+    if (run.document is not None or not run.stdout.truncated) and raw.startswith(b'{"ok":'):
+        try:
+            document = json.loads(raw)
+        except ValueError:
+            document = None
+    if not isinstance(document, dict):
+        text = raw.decode("utf-8", errors="replace")
+        if run.stdout.truncated:
+            text += (
+                f"\n[output truncated: {run.stdout.total} bytes written, "
+                f"the first {run.stdout.cap} kept]"
+            )
+        return ToolResult.text(text)
+    if document.get("ok") is True:
+        return ToolResult.text(str(document.get("text", "")))
+    raise _guest_error(document)
+
+
+def _guest_error(document: dict[str, object]) -> ToolError:
+    message = str(document.get("message") or "the tool failed without a message")
+    try:
+        kind = ErrorKind(str(document.get("error_type")))
+    except ValueError:
+        return ToolExecutionError(message)
+    return ERROR_CLASSES[kind](message)
+
+
+def _first_line(text: str) -> str:
+    """The most telling line of a wasmtime error: its cause when it has one."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if "Caused by:" in lines and lines[-1] != "Caused by:":
+        return lines[-1]
+    return lines[0] if lines else "unknown trap"
+
+
+def _stderr_tail(run: GuestRun) -> str:
+    tail = run.stderr.getvalue()[-500:].decode("utf-8", errors="replace").strip()
+    return f"; stderr: {tail}" if tail else ""

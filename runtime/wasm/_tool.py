@@ -1,0 +1,179 @@
+"""A WASI guest as a :class:`~toolcage.runtime.Tool`, and discovery of the built tools.
+
+Each guest tool is declared by ``wasm_tools/tools/NAME.json`` next to its C source::
+
+    {"name": "file_read", "description": "...", "parameters": {...JSON Schema...},
+     "safety_tier": "read_only", "timeout": 10,
+     "path_arguments": {"path": "read"}, "needs": ["mounts"]}
+
+``path_arguments`` tells the path policy which arguments are paths and in which mode; by the
+time :meth:`WasmTool.execute` runs they are canonical guest paths. ``needs`` lists what the
+tool uses: host-binding capabilities (``http``, ``clock``, ...) are linked when granted;
+``mounts`` and ``attachments`` are not bindings (the attachments of the turn are added to
+the guest's arguments document under ``_attachments``, base64-encoded).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from types import MappingProxyType
+from typing import Any, Literal, cast
+
+import anyio
+from toolcage.host_bindings import CallState, HostBinding
+from toolcage.policies import MountPolicy
+
+from .._errors import PermissionDeniedError, UsageError
+from .._result import ToolResult
+from .._tool import FunctionDecl, ProgressUpdate, SafetyTier, ToolExecutionContext
+from ._runner import GuestLimits, LinkError, WasmToolRunner
+
+_guest_log = logging.getLogger("toolcage.wasm")
+
+NON_BINDING_NEEDS = frozenset({"mounts", "attachments"})
+"""Entries of ``needs`` that are not host bindings."""
+
+PathMode = Literal["read", "write"]
+
+
+@dataclass(frozen=True, slots=True)
+class WasmToolSpec:
+    """A guest tool's declaration (its ``NAME.json``)."""
+
+    decl: FunctionDecl
+    """Name, description and parameters, as models see them."""
+    safety_tier: SafetyTier
+    """Its tier; decides approval and mount modes."""
+    timeout: float
+    """Default seconds per call."""
+    path_arguments: Mapping[str, PathMode]
+    """Which arguments are paths, and whether the tool reads or writes them."""
+    needs: tuple[str, ...]
+    """Capabilities it uses (see the module docstring)."""
+
+    @classmethod
+    def from_json(cls, text: str, source: str) -> WasmToolSpec:
+        """Parse a declaration; :class:`UsageError` naming ``source`` when it is malformed."""
+        try:
+            raw = json.loads(text)
+            paths = {str(k): cast(PathMode, v) for k, v in raw.get("path_arguments", {}).items()}
+            if any(mode not in ("read", "write") for mode in paths.values()):
+                raise ValueError("path_arguments values must be 'read' or 'write'")
+            return cls(
+                decl=FunctionDecl(raw["name"], raw["description"], raw["parameters"]),
+                safety_tier=SafetyTier(raw["safety_tier"]),
+                timeout=float(raw["timeout"]),
+                path_arguments=MappingProxyType(paths),
+                needs=tuple(str(n) for n in raw.get("needs", ())),
+            )
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise UsageError(f"bad WASM tool declaration {source}: {exc}") from exc
+
+
+def discover_specs() -> list[WasmToolSpec]:
+    """The declarations in the package's ``tools/`` folder, by name."""
+    tools = resources.files("toolcage.wasm_tools").joinpath("tools")
+    specs = [
+        WasmToolSpec.from_json(entry.read_text(encoding="utf-8"), entry.name)
+        for entry in tools.iterdir()
+        if entry.name.endswith(".json")
+    ]
+    return sorted(specs, key=lambda s: s.decl.name)
+
+
+class WasmTool:
+    """A guest tool, run by a :class:`WasmToolRunner` with the mounts its policy grants."""
+
+    def __init__(
+        self,
+        spec: WasmToolSpec,
+        runner: WasmToolRunner,
+        mounts: MountPolicy,
+        *,
+        bindings: Sequence[HostBinding] = (),
+        limits: GuestLimits | None = None,
+    ) -> None:
+        self.spec = spec
+        self.runner = runner
+        self.mounts = mounts
+        self.bindings = tuple(bindings)
+        self.limits = GuestLimits(timeout=spec.timeout) if limits is None else limits
+
+    @property
+    def name(self) -> str:
+        return self.spec.decl.name
+
+    @property
+    def timeout(self) -> float:
+        return self.limits.timeout
+
+    @property
+    def safety_tier(self) -> SafetyTier:
+        return self.spec.safety_tier
+
+    @property
+    def path_arguments(self) -> Mapping[str, PathMode]:
+        return self.spec.path_arguments
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        return self.spec.needs
+
+    def schema(self) -> FunctionDecl:
+        return self.spec.decl
+
+    async def execute(self, args: Mapping[str, Any], ctx: ToolExecutionContext) -> ToolResult:
+        """Run the guest once with the ``args`` document."""
+        document = dict(args)
+        if "attachments" in self.spec.needs:
+            document["_attachments"] = [
+                {
+                    "name": a.name,
+                    "mime_type": a.mime_type,
+                    "data": base64.b64encode(a.data).decode("ascii"),
+                }
+                for a in ctx.attachments
+            ]
+        # ASCII JSON: a lone surrogate in a string cannot break the UTF-8 of argv.
+        arguments = json.dumps(document).encode()
+        mounts = self.mounts.mounts_for(self.name, self.safety_tier.value)
+        state = None
+        if self.bindings:
+            state = CallState(
+                tool_name=self.name,
+                deadline=_deadline(self.limits.timeout),
+                progress=lambda message, fraction: _progress(ctx, message, fraction),
+                log=lambda level, message: _log_line(self.name, level, message),
+            )
+        try:
+            return await self.runner.run(
+                self.name, arguments, mounts, self.limits, bindings=self.bindings, state=state
+            )
+        except LinkError as exc:
+            # The operator took a capability away ([egress.grants]): the tool cannot run.
+            raise PermissionDeniedError(str(exc)) from exc
+
+
+def _log_line(tool: str, level: str, message: str) -> None:
+    """A guest's log line on the ``toolcage.wasm`` logger, tagged with the tool's name."""
+    number = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
+    _guest_log.log(number, "%s: %s", tool, message)
+
+
+def _deadline(timeout: float) -> float:
+    return time.monotonic() + timeout
+
+
+def _progress(ctx: ToolExecutionContext, message: str, fraction: float | None) -> None:
+    # Host functions run in the guest's worker thread; progress callbacks belong to the loop.
+    update = ProgressUpdate(message, fraction)
+    try:
+        anyio.from_thread.run_sync(ctx.progress, update)
+    except RuntimeError:  # not in an anyio worker thread (run_sync callers)
+        ctx.progress(update)

@@ -1,0 +1,223 @@
+"""Path traversal: hundreds of hostile paths and planted traps against the path policy.
+
+First the :class:`PathCheck` alone (every hostile path is refused, or canonicalised to a
+path whose real host location lies inside a granted mount), then through the full
+:class:`Runtime` with host tools that trust the check completely, so a wrong answer would
+show as a sentinel read, written, listed or deleted, or a read-only file changed.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from toolcage.policies import GrantedMount, MountPolicy
+from toolcage.runtime import PermissionDeniedError, Runtime, ToolExecutionContext
+from toolcage.runtime._path_check import PathCheck
+
+from ._guests import GuestRunner, build_guest
+from ._host_tools import HostFileTool, host_tools
+from ._tree import DOCS, SECRET, build_tree, config_for, policy_for, snapshot
+from .path_corpus import ROOT, hostile_paths
+
+pytestmark = pytest.mark.adversarial
+
+CORPUS = hostile_paths()
+CTX = ToolExecutionContext()
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("hostile").resolve()
+    build_tree(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def policy(root: Path) -> MountPolicy:
+    return policy_for(root)
+
+
+def real(path: str, root: Path) -> str:
+    return path.replace(ROOT, str(root))
+
+
+def assert_inside(guest: str, mounts: tuple[GrantedMount, ...], root: Path) -> GrantedMount:
+    """``guest`` names a place whose real host location is inside its mount."""
+    for mount in mounts:
+        if guest == mount.guest or guest.startswith(mount.guest + "/"):
+            host = Path(mount.host, guest[len(mount.guest) :].lstrip("/"))
+            assert os.path.realpath(host).startswith(str(mount.host)), guest
+            assert "outside" not in os.path.relpath(os.path.realpath(host), root).split("/")[0]
+            return mount
+    raise AssertionError(f"{guest!r} is in no mount")
+
+
+class TestCorpusAgainstTheCheck:
+    def test_corpus_is_large(self) -> None:
+        assert len(CORPUS) >= 300
+
+    @pytest.mark.parametrize("path", CORPUS)
+    @pytest.mark.parametrize("op", ["read", "write"])
+    def test_refused_or_kept_inside(
+        self, path: str, op: str, root: Path, policy: MountPolicy
+    ) -> None:
+        tool = HostFileTool("read" if op == "read" else "write", policy)
+        mounts = policy.mounts_for(tool.name, tool.safety_tier.value)
+        try:
+            out = PathCheck(policy).check(tool, {"path": real(path, root)}, CTX)
+        except PermissionDeniedError as exc:
+            message = exc.message
+        else:
+            message = ""
+        if message:
+            assert "allowed roots: /docs" in message
+            return
+        mount = assert_inside(out["path"], mounts, root)
+        if op == "write":
+            assert mount.writable
+
+
+class TestCorpusThroughTheRuntime:
+    """Each operation over the whole corpus, on a fresh tree, through the real pipeline."""
+
+    @pytest.fixture
+    async def fresh(self, tmp_path: Path) -> AsyncIterator[tuple[Path, Runtime]]:
+        root = tmp_path.resolve()  # noqa: ASYNC240 (set-up, before anything runs)
+        build_tree(root)
+        config = config_for(root)
+        tools = host_tools(MountPolicy.from_config(config))
+        async with Runtime.from_config(config, tools=tools) as runtime:
+            yield root, runtime
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("op", ["read", "list", "write", "delete"])
+    async def test_no_sentinel_touched(self, op: str, fresh: tuple[Path, Runtime]) -> None:
+        root, runtime = fresh
+        outside_before = snapshot(root / "outside")
+        docs_before = snapshot(root / "docs")
+        leaks = []
+        for path in CORPUS:
+            args = {"path": real(path, root)}
+            if op == "write":
+                args["content"] = "OVERWRITTEN"
+            result = await runtime.execute(f"host_file_{op}", args)
+            if SECRET in result.output_text or "secret.txt" in result.output_text.split("\n"):
+                leaks.append(path)
+        assert leaks == []
+        assert snapshot(root / "outside") == outside_before
+        assert snapshot(root / "docs") == docs_before
+        assert (root / "outside/secret.txt").read_text() == SECRET
+        assert (root / "docs/readme").read_text() == DOCS
+
+
+class TestScenarios:
+    def check(self, policy: MountPolicy, path: str, op: str = "read") -> str:
+        tool = HostFileTool(op, policy)  # type: ignore[arg-type]
+        return str(PathCheck(policy).check(tool, {"path": path}, CTX)["path"])
+
+    @pytest.mark.parametrize(
+        ("path", "reason"),
+        [
+            ("escape/secret.txt", "climbs out of mount /workspace"),
+            ("escape_abs/secret.txt", "symlink to outside the mounts"),
+            ("chain1/secret.txt", "climbs out of mount /workspace"),
+            ("dir_escape/secret.txt", "symlink to outside the mounts"),
+            ("loop_a", "too many levels of symbolic links"),
+            ("self_loop/" * 41 + "sub", "too many levels of symbolic links"),
+            ("hard_secret", "hard links"),
+            ("pipe", "FIFO"),
+        ],
+    )
+    def test_trap_is_refused(self, policy: MountPolicy, path: str, reason: str) -> None:
+        with pytest.raises(PermissionDeniedError, match=reason):
+            self.check(policy, path)
+
+    def test_link_into_read_only_mount_cannot_write(self, policy: MountPolicy) -> None:
+        assert self.check(policy, "docs_link/readme") == "/docs/readme"
+        with pytest.raises(PermissionDeniedError, match="read-only"):
+            self.check(policy, "docs_link/readme", "write")
+
+    def test_symlink_swapped_while_checking(self, tmp_path: Path) -> None:
+        """A thread flips ``race`` between a file and a link out; no check may pass it."""
+        build_tree(tmp_path)
+        policy = policy_for(tmp_path)
+        race = tmp_path / "ws/race"
+        race.write_text("harmless")
+        stop = threading.Event()
+
+        def flip() -> None:
+            while not stop.is_set():
+                tmp = tmp_path / "ws/race.tmp"
+                tmp.symlink_to(tmp_path.resolve() / "outside/secret.txt")
+                os.replace(tmp, race)
+                tmp.write_text("harmless")
+                os.replace(tmp, race)
+
+        flipper = threading.Thread(target=flip)
+        flipper.start()
+        outcomes = {"allowed": 0, "denied": 0}
+        try:
+            for _ in range(3000):
+                try:
+                    out = self.check(policy, "race")
+                except PermissionDeniedError:
+                    outcomes["denied"] += 1
+                else:
+                    assert out == "/workspace/race"
+                    outcomes["allowed"] += 1
+        finally:
+            stop.set()
+            flipper.join()
+        assert outcomes["denied"] > 0  # the race was really run
+        assert (tmp_path / "outside/secret.txt").read_text() == SECRET
+
+
+@pytest.fixture(scope="module")
+def cat_runner(tmp_path_factory: pytest.TempPathFactory) -> GuestRunner:
+    return GuestRunner(build_guest("cat", tmp_path_factory.mktemp("guests")))
+
+
+class TestCheckThenUse:
+    """The check, then a real WASI guest opening the checked path, while the tree changes."""
+
+    def test_swapped_symlink_never_reaches_the_guest(
+        self, tmp_path: Path, cat_runner: GuestRunner
+    ) -> None:
+        build_tree(tmp_path)
+        root = tmp_path.resolve()
+        policy = policy_for(root)
+        tool = HostFileTool("read", policy)
+        (mount,) = (m for m in policy.mounts_for(tool.name, "read_only") if m.guest == "/workspace")
+        race = root / "ws/race"
+        race.write_text("harmless")
+        stop = threading.Event()
+
+        def flip() -> None:
+            tmp = root / "ws/race.tmp"
+            while not stop.is_set():
+                tmp.symlink_to(root / "outside/secret.txt")
+                os.replace(tmp, race)
+                tmp.write_text("harmless")
+                os.replace(tmp, race)
+
+        flipper = threading.Thread(target=flip)
+        flipper.start()
+        outputs = []
+        try:
+            for i in range(300):
+                try:
+                    checked = PathCheck(policy).check(tool, {"path": "race"}, CTX)
+                except PermissionDeniedError:
+                    continue
+                stdout = root / f"out-{i}.txt"
+                cat_runner.run(["cat", checked["path"]], [(mount.host, mount.guest, False)], stdout)
+                outputs.append(stdout.read_text())
+        finally:
+            stop.set()
+            flipper.join()
+        assert outputs  # some calls passed the check and ran
+        assert not any(SECRET in text for text in outputs)

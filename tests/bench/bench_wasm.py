@@ -1,0 +1,146 @@
+"""The WASM sandbox's cost: file_read through the full pipeline, file_search against grep.
+
+``file_read`` of a 4 KB file through ``Runtime.execute`` (path policy, a fresh store and
+instance, WASI, the guest) beside the same read in plain Python and through
+``subprocess.run(["cat", f])``; the bare runner (no pipeline) shows the split. ``file_search``
+scans a generated tree of 20,000 files / 100 MB (made once, under the user cache directory)
+beside ``grep -rF`` on the same tree.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+from toolcage.policies import GrantedMount
+from toolcage.runtime import Runtime
+from toolcage.runtime.wasm import GuestLimits, WasmEngine, WasmToolRunner, default_cache_dir
+
+from .stats import ms, summarise, us
+
+READS = 1000
+TREE_DIRS, TREE_FILES, FILE_BYTES = 200, 100, 5 * 1024
+NEEDLE = "zebra-quokka-42"
+
+CONFIG = """
+[[mounts.areas]]
+host = "ws"
+guest = "/workspace"
+tiers = { read_only = "ro", side_effecting = "rw" }
+"""
+
+
+def _tree() -> Path:
+    """20,000 files of 5 KiB of text (100 MB) in 200 folders; 40 of them hold the needle."""
+    root = default_cache_dir().parent / "bench-tree-v1"
+    done = root / ".complete"
+    if done.exists():
+        return root
+    rng = random.Random(7)  # noqa: S311 - a reproducible tree, not a secret
+    words = [f"w{n:04d}" for n in range(3000)]
+    for d in range(TREE_DIRS):
+        folder = root / "ws" / f"d{d:03d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for f in range(TREE_FILES):
+            lines, size = [], 0
+            while size < FILE_BYTES:
+                line = " ".join(rng.choices(words, k=12))
+                lines.append(line)
+                size += len(line) + 1
+            if (d * TREE_FILES + f) % 500 == 0:
+                lines[len(lines) // 2] += " " + NEEDLE
+            (folder / f"f{f:03d}.txt").write_text("\n".join(lines)[:FILE_BYTES] + "\n")
+    (root / "toolcage.toml").write_text(CONFIG)
+    done.touch()
+    return root
+
+
+async def _file_read(root: Path) -> dict[str, list[float]]:
+    (root / "ws").mkdir()
+    (root / "toolcage.toml").write_text(CONFIG)
+    target = root / "ws" / "page.txt"
+    target.write_text(("0123456789abcdef" * 4 + "\n") * 63)  # 4,095 bytes
+    clock = time.perf_counter
+    times: dict[str, list[float]] = {"pipeline": [], "runner": [], "python": [], "cat": []}
+    async with Runtime.from_config(root / "toolcage.toml") as runtime:
+        args = {"path": "/workspace/page.txt"}
+        for _ in range(50):
+            await runtime.execute("file_read", args)
+        for _ in range(READS):
+            started = clock()
+            result = await runtime.execute("file_read", args)
+            times["pipeline"].append(clock() - started)
+            assert not result.is_error, result.output_text
+    with WasmEngine() as engine:
+        runner = WasmToolRunner(engine)
+        mounts = (GrantedMount(root / "ws", "/workspace", False),)
+        stdin, limits = b'{"path": "/workspace/page.txt"}', GuestLimits(timeout=10)
+        for _ in range(50):
+            runner.run_sync("file_read", stdin, mounts, limits)
+        for _ in range(READS):
+            started = clock()
+            runner.run_sync("file_read", stdin, mounts, limits)
+            times["runner"].append(clock() - started)
+    for _ in range(READS):
+        started = clock()
+        with open(target, encoding="utf-8") as f:  # noqa: ASYNC230 - the baseline is a blocking read
+            f.read()
+        times["python"].append(clock() - started)
+    for _ in range(200):
+        started = clock()
+        subprocess.run(["cat", str(target)], capture_output=True, check=True)  # noqa: ASYNC221
+        times["cat"].append(clock() - started)
+    return times
+
+
+async def _file_search(root: Path) -> tuple[float, float, int]:
+    args = {"path": "/workspace", "query": NEEDLE, "max_results": 5000}
+    async with Runtime.from_config(root / "toolcage.toml") as runtime:
+        await runtime.execute("file_search", args)  # warm the page cache and the module
+        runs = []
+        for _ in range(3):
+            started = time.perf_counter()
+            result = await runtime.execute("file_search", args)
+            runs.append(time.perf_counter() - started)
+            assert not result.is_error, result.output_text
+        hits = len([line for line in result.output_text.splitlines() if NEEDLE in line])
+    grep = []
+    for _ in range(3):
+        started = time.perf_counter()
+        subprocess.run(["grep", "-rF", NEEDLE, str(root / "ws")], capture_output=True, check=True)  # noqa: ASYNC221
+        grep.append(time.perf_counter() - started)
+    return min(runs), min(grep), hits
+
+
+def run() -> list[str]:
+    with tempfile.TemporaryDirectory() as tmp:
+        times = anyio.run(_file_read, Path(tmp))
+    med = {name: summarise(samples) for name, samples in times.items()}
+    p_med, p_p99 = med["pipeline"]
+    lines = [
+        f"file_read 4 KB through Runtime.execute: median {us(p_med)}, p99 {us(p_p99)} "
+        "(target: median <= 1 ms)",
+        f"  bare WasmToolRunner (store + instance + WASI + guest): median {us(med['runner'][0])}",
+        f"  plain Python read: median {us(med['python'][0])} "
+        f"(pipeline = {p_med / med['python'][0]:,.0f}x)",
+        f"  subprocess cat: median {us(med['cat'][0])} "
+        f"(pipeline = {p_med / med['cat'][0]:.2f}x of cat)",
+    ]
+    root = _tree()
+    wasm, grep, hits = anyio.run(_file_search, root)
+    files = TREE_DIRS * TREE_FILES
+    lines += [
+        f"file_search over {files:,} files / {files * FILE_BYTES / 1e6:.0f} MB ({hits} hits): "
+        f"{ms(wasm)} vs grep -rF {ms(grep)} = {wasm / grep:.2f}x (target: <= 5x)",
+    ]
+    return lines
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONWARNINGS", "default")
+    print("\n".join(run()))

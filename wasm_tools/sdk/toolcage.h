@@ -1,0 +1,85 @@
+/*
+ * toolcage guest SDK: arguments in, a JSON result or a typed error out, and file helpers.
+ * Host capabilities (HTTP, clock, progress) are in toolcage_host.h.
+ *
+ * A tool is a WASI command. Its main is `return tc_tool_main(run);`:
+ * the validated JSON arguments arrive on stdin, `run` fills the result text or returns an
+ * error_type (the host's closed vocabulary: "validation_error", "permission_denied",
+ * "execution_error", ...) with the message in `out`, and the JSON result goes to stdout.
+ *
+ * Paths the host hands in have already passed the path policy and are canonical guest
+ * paths (such as /workspace/notes.txt); WASI's preopens are the second wall.
+ */
+#ifndef TOOLCAGE_H
+#define TOOLCAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A growable byte buffer (always NUL-terminated once written to). */
+typedef struct {
+    char *data;
+    size_t len, cap;
+} tc_buf;
+void tc_buf_put(tc_buf *b, const char *s, size_t n);
+void tc_buf_puts(tc_buf *b, const char *s);
+void tc_buf_putc(tc_buf *b, char c);
+void tc_buf_json_string(tc_buf *b, const char *s, size_t n); /* "quoted, escaped" */
+const char *tc_buf_cstr(tc_buf *b);                           /* NUL-terminated view */
+void tc_buf_free(tc_buf *b);
+
+/* Reading JSON: pointers into the text, no allocation unless said. */
+const char *tc_json_ws(const char *p);                      /* skip whitespace */
+const char *tc_json_skip(const char *p);                    /* past one value, NULL if bad */
+const char *tc_json_get(const char *obj, const char *key);  /* member value or NULL */
+char *tc_json_str(const char *value, size_t *len);          /* malloc'd decoded string or NULL */
+int tc_json_num(const char *value, double *out);            /* 1 if a number */
+int tc_json_bool(const char *value, int *out);              /* 1 if true/false */
+
+/*
+ * Tool entry: reads the arguments (a JSON object) from argv[1], or from stdin when there is
+ * no argv[1], calls `run`, and produces {"ok":true,"text":...} or
+ * {"ok":false,"error_type":...,"message":...}: on stdout when the arguments came from stdin,
+ * else left in linear memory for the host, which fetches it through the exported
+ * `toolcage_result` function.
+ * `run` fills `out` and returns NULL, or returns an error_type and puts the message in `out`.
+ */
+typedef const char *(*tc_tool_fn)(const char *args, tc_buf *out);
+int tc_tool_main(tc_tool_fn run);
+
+#define TC_VALIDATION "validation_error"
+#define TC_PERMISSION "permission_denied"
+#define TC_EXECUTION "execution_error"
+
+/* Arguments. A missing member gives the default; a present member of the wrong type
+ * is reported through `*bad` (set to the member's name) when bad is not NULL. */
+char *tc_arg_str(const char *args, const char *key, size_t *len);          /* malloc'd or NULL */
+long long tc_arg_int(const char *args, const char *key, long long dflt);
+int tc_arg_bool(const char *args, const char *key, int dflt);
+
+/* Error helpers: put a message in `out` and return the error_type to return from run. */
+const char *tc_fail(tc_buf *out, const char *error_type, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The error_type and message for a failed file operation, from errno. */
+const char *tc_fail_errno(tc_buf *out, int err, const char *what, const char *path);
+
+/* printf into a buffer. */
+void tc_buf_printf(tc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Whole-file I/O with as few WASI calls as possible (each is a trip into the host): one
+ * open and, for a file under 64 KiB, one read; tc_read_file leaves the descriptor open for
+ * the end of the call to reclaim. Return 0 or an errno value; EFBIG when the file exceeds
+ * `cap` bytes, with its size in *size_out. */
+int tc_read_file(const char *path, size_t cap, tc_buf *into, long long *size_out);
+int tc_read_fd(int fd, size_t cap, tc_buf *into, long long *size_out);
+int tc_write_file(const char *path, const char *data, size_t len, int flags);
+
+/* 1 when the bytes look binary (a NUL byte in the first 8 KiB, or not UTF-8). */
+int tc_is_binary(const char *data, size_t len);
+/* 1 when data is valid UTF-8. */
+int tc_is_utf8(const char *data, size_t len);
+
+/* Join a directory and an entry name with one '/'. */
+void tc_path_join(tc_buf *into, const char *dir, const char *name);
+
+#endif

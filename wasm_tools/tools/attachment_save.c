@@ -1,0 +1,98 @@
+/* attachment_save: save an attachment of the current turn under /shared or /tmp. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "toolcage.h"
+
+static int b64(unsigned char c) {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+}
+
+static void b64_decode(tc_buf *out, const char *s, size_t n) {
+    unsigned acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        int v = b64((unsigned char)s[i]);
+        if (v < 0) continue; /* padding */
+        acc = (acc << 6) | (unsigned)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            tc_buf_putc(out, (char)((acc >> bits) & 0xFF));
+        }
+    }
+}
+
+static int under(const char *path, const char *root) {
+    size_t n = strlen(root);
+    return strncmp(path, root, n) == 0 && path[n] == '/' && path[n + 1];
+}
+
+static const char *run(const char *args, tc_buf *out) {
+    char *name = tc_arg_str(args, "attachment", NULL);
+    char *path = tc_arg_str(args, "path", NULL);
+    int overwrite = tc_arg_bool(args, "overwrite", 0);
+    const char *error = NULL;
+    tc_buf data = {0}, names = {0};
+    if (!name || !path) {
+        error = tc_fail(out, TC_VALIDATION, "attachment and path are required");
+        goto done;
+    }
+    if (!under(path, "/shared") && !under(path, "/tmp")) {
+        error = tc_fail(out, TC_PERMISSION,
+                        "attachments can only be saved under /shared or /tmp, not %s", path);
+        goto done;
+    }
+    const char *list = tc_json_ws(tc_json_get(args, "_attachments"));
+    int found = 0;
+    if (list && *list == '[') {
+        const char *p = tc_json_ws(list + 1);
+        while (p && *p == '{') {
+            char *item = tc_arg_str(p, "name", NULL);
+            if (item) {
+                if (names.len) tc_buf_puts(&names, ", ");
+                tc_buf_puts(&names, item);
+            }
+            if (!found && item && strcmp(item, name) == 0) {
+                size_t len = 0;
+                char *encoded = tc_arg_str(p, "data", &len);
+                if (encoded) b64_decode(&data, encoded, len);
+                free(encoded);
+                found = 1;
+            }
+            free(item);
+            p = tc_json_ws(tc_json_skip(p));
+            if (p && *p == ',') p = tc_json_ws(p + 1);
+        }
+    }
+    if (!found) {
+        error = tc_fail(out, TC_EXECUTION, "no attachment named %s in this turn (attachments: %s)",
+                        name, names.len ? names.data : "none");
+        goto done;
+    }
+    int err = tc_write_file(path, data.data ? data.data : "", data.len,
+                            O_CREAT | (overwrite ? O_TRUNC : O_EXCL));
+    if (err == EEXIST) {
+        error = tc_fail(out, TC_EXECUTION, "%s already exists (pass overwrite=true to replace it)",
+                        path);
+    } else if (err) {
+        error = tc_fail_errno(out, err, "cannot save the attachment to", path);
+    } else {
+        tc_buf_printf(out, "saved attachment %s (%zu bytes) to %s", name, data.len, path);
+    }
+done:
+    tc_buf_free(&data);
+    tc_buf_free(&names);
+    free(name);
+    free(path);
+    return error;
+}
+
+int main(void) { return tc_tool_main(run); }

@@ -1,0 +1,86 @@
+/* file_delete: delete a file, or a directory (recursive=true for a non-empty one). */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "toolcage.h"
+
+/* Delete `path` and everything under it, without following symbolic links. */
+static int remove_tree(const char *path, size_t *count) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return errno;
+    if (!S_ISDIR(st.st_mode)) {
+        if (unlink(path) != 0) return errno;
+        (*count)++;
+        return 0;
+    }
+    DIR *d = opendir(path);
+    if (!d) return errno;
+    tc_buf child = {0};
+    struct dirent *e;
+    int err = 0;
+    while (!err && (e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        tc_path_join(&child, path, e->d_name);
+        err = remove_tree(child.data, count);
+        if (!err) {
+            /* Entries shift under readdir when deleting; start over for a stable walk. */
+            rewinddir(d);
+        }
+    }
+    closedir(d);
+    tc_buf_free(&child);
+    if (err) return err;
+    if (rmdir(path) != 0) return errno;
+    (*count)++;
+    return 0;
+}
+
+static const char *run(const char *args, tc_buf *out) {
+    char *path = tc_arg_str(args, "path", NULL);
+    int recursive = tc_arg_bool(args, "recursive", 0);
+    const char *error = NULL;
+    if (!path) {
+        error = tc_fail(out, TC_VALIDATION, "path is required");
+        goto done;
+    }
+    const char *rest = path + (path[0] == '/');
+    if (!*rest || !strchr(rest, '/') || strchr(rest, '/')[1] == '\0') {
+        error = tc_fail(out, TC_PERMISSION, "%s is a mount root; it cannot be deleted", path);
+        goto done;
+    }
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        error = tc_fail_errno(out, errno, "cannot delete", path);
+        goto done;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        if (unlink(path) != 0) error = tc_fail_errno(out, errno, "cannot delete", path);
+        else tc_buf_printf(out, "deleted file %s", path);
+        goto done;
+    }
+    if (rmdir(path) == 0) {
+        tc_buf_printf(out, "deleted empty directory %s", path);
+        goto done;
+    }
+    if (errno != ENOTEMPTY && errno != EEXIST) {
+        error = tc_fail_errno(out, errno, "cannot delete", path);
+        goto done;
+    }
+    if (!recursive) {
+        error = tc_fail_errno(out, ENOTEMPTY, "cannot delete", path);
+        goto done;
+    }
+    size_t count = 0;
+    int err = remove_tree(path, &count);
+    if (err) error = tc_fail_errno(out, err, "cannot delete", path);
+    else tc_buf_printf(out, "deleted directory %s (%zu entries)", path, count);
+done:
+    free(path);
+    return error;
+}
+
+int main(void) { return tc_tool_main(run); }
