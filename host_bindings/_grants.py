@@ -1,0 +1,70 @@
+"""Which bindings a tool's guest gets linked with.
+
+A tool declares the capabilities it needs (``needs`` in its declaration); by default it is
+granted exactly those, and the operator can take any away with ``[egress.grants]``. The
+runner defines only the granted bindings in the tool's linker, so a guest importing
+anything else fails at instantiation -- there is no call-time check to get wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import wasmtime
+from toolcage.policies import EgressPolicy, ToolcageConfig
+
+from ._base import HostBinding
+from ._clock import ClockBinding
+from ._http import HttpBinding
+from ._progress import LogBinding, ProgressBinding
+from ._search import SearchBinding
+
+
+class UnknownCapability(ValueError):
+    """A tool declares a capability no binding provides."""
+
+
+class HostBindings:
+    """The host's bindings, and the grant policy that hands them out.
+
+    >>> bindings = HostBindings.from_config(config)
+    >>> for binding in bindings.granted("web_fetch", ["http", "progress"]):
+    ...     binding.define(linker)
+    """
+
+    def __init__(self, bindings: Iterable[HostBinding], policy: EgressPolicy) -> None:
+        self._by_name: Mapping[str, HostBinding] = {b.name: b for b in bindings}
+        self._policy = policy
+
+    @classmethod
+    def from_config(cls, config: ToolcageConfig) -> HostBindings:
+        policy = EgressPolicy(config.egress)
+        standard: list[HostBinding] = [
+            HttpBinding.from_policy(policy),
+            SearchBinding.from_policy(policy),
+            ClockBinding(),
+            ProgressBinding(),
+            LogBinding(),
+        ]
+        return cls(standard, policy)
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self._by_name)
+
+    def granted(self, tool: str, needs: Iterable[str]) -> list[HostBinding]:
+        """The bindings ``tool`` gets, in name order; unknown capabilities are an error."""
+        needs = tuple(needs)
+        unknown = sorted(set(needs) - set(self._by_name))
+        if unknown:
+            raise UnknownCapability(
+                f"tool {tool!r} needs {', '.join(unknown)}; "
+                f"the host provides {', '.join(sorted(self._by_name))}"
+            )
+        chosen = self._policy.granted_bindings(tool, needs)
+        return [self._by_name[name] for name in sorted(chosen)]
+
+    def define_granted(self, linker: wasmtime.Linker, tool: str, needs: Iterable[str]) -> None:
+        """Define exactly the granted bindings of ``tool`` in ``linker``."""
+        for binding in self.granted(tool, needs):
+            binding.define(linker)

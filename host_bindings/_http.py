@@ -1,0 +1,141 @@
+"""The ``http`` binding: guests send HTTP requests through the egress-checked client.
+
+Request (JSON)::
+
+    {"method": "GET", "url": "https://...", "headers": {"name": "value"}, "body": "text"}
+
+Result::
+
+    {"ok": true, "status": 200, "headers": {...}, "content_type": "text/html",
+     "body": "...", "body_encoding": "text" | "base64", "truncated": false,
+     "size": 1234, "url": "final URL", "redirects": 0}
+
+Text bodies (``text/*``, JSON, XML, JavaScript, or any body that is valid UTF-8) arrive
+decoded to text using the declared charset (undecodable bytes become U+FFFD); anything
+else arrives base64-encoded, so the guest can tell binary content apart and refuse it.
+"""
+
+from __future__ import annotations
+
+import base64
+import codecs
+from typing import Any
+
+import wasmtime
+from toolcage.policies import EgressPolicy
+
+from ._abi import (
+    I32,
+    AbiError,
+    GuestError,
+    PendingResults,
+    call_state,
+    failed,
+    guarded,
+    module_name,
+    ok,
+    parse_request,
+)
+from ._http_client import EgressClient, HttpFailure, HttpResponse
+from ._memory import read_bytes
+from ._results import define_result
+
+# Framing and routing headers are the client's to set: a guest choosing them could
+# desynchronise the connection (smuggling) or mislabel where the request goes.
+_RESERVED_HEADERS = frozenset(
+    {"host", "content-length", "transfer-encoding", "connection", "upgrade", "te", "trailer"}
+)
+METHODS = frozenset({"GET", "POST", "PUT", "DELETE", "HEAD", "PATCH"})
+_TEXT_TYPES = ("text/", "application/json", "application/xml", "application/xhtml+xml")
+_TEXT_SUFFIXES = ("+json", "+xml", "javascript", "ecmascript", "x-www-form-urlencoded")
+
+
+class HttpBinding:
+    """Capability ``http``: ``toolcage_http_v1.request`` / ``.result``."""
+
+    name = "http"
+
+    def __init__(self, client: EgressClient) -> None:
+        self._client = client
+        self._pending = PendingResults()
+
+    @classmethod
+    def from_policy(cls, policy: EgressPolicy) -> HttpBinding:
+        return cls(EgressClient(policy))
+
+    def define(self, linker: wasmtime.Linker) -> None:
+        module = module_name(self.name)
+
+        @guarded
+        def request(caller: wasmtime.Caller, ptr: int, length: int) -> int:
+            state = call_state()
+            req = parse_request(read_bytes(caller, ptr, length))
+            return self._pending.put(state, self.perform(state.tool_name, req, state.deadline))
+
+        linker.define_func(module, "request", wasmtime.FuncType([I32, I32], [I32]), request, True)
+        define_result(linker, module, self._pending)
+
+    def perform(self, tool: str, req: dict[str, Any], deadline: float) -> dict[str, Any]:
+        """Run one decoded request; every outcome is a result object."""
+        method = str(req.get("method", "GET")).upper()
+        url, headers, body = req.get("url"), req.get("headers") or {}, req.get("body") or ""
+        if not isinstance(url, str) or not isinstance(body, str) or not isinstance(headers, dict):
+            raise GuestError(AbiError.INVALID)
+        if method not in METHODS:
+            return failed("validation_error", f"method {method!r} is not one of {sorted(METHODS)}")
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
+            return failed("validation_error", "header names and values must be strings")
+        reserved = sorted(k for k in headers if k.lower() in _RESERVED_HEADERS)
+        if reserved:
+            return failed("validation_error", f"headers set by the host: {', '.join(reserved)}")
+        try:
+            response = self._client.request(
+                tool, method, url, headers, body.encode("utf-8"), deadline
+            )
+        except HttpFailure as exc:
+            return failed(exc.kind, exc.message)
+        return _encode(response)
+
+
+def _encode(response: HttpResponse) -> dict[str, Any]:
+    headers: dict[str, str] = {}
+    for name, value in response.headers:
+        key = name.lower()
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    content_type = headers.get("content-type", "")
+    text = _as_text(response.body, content_type)
+    return ok(
+        status=response.status,
+        headers=headers,
+        content_type=content_type.split(";")[0].strip().lower(),
+        body=text if text is not None else base64.b64encode(response.body).decode("ascii"),
+        body_encoding="text" if text is not None else "base64",
+        truncated=response.truncated,
+        size=response.size,
+        url=response.url,
+        redirects=response.redirects,
+    )
+
+
+def _as_text(body: bytes, content_type: str) -> str | None:
+    mime, _, params = content_type.partition(";")
+    mime = mime.strip().lower()
+    charset = None
+    for param in params.split(";"):
+        key, _, value = param.strip().partition("=")
+        if key.lower() == "charset":
+            charset = value.strip().strip('"').lower()
+    textual = mime.startswith(_TEXT_TYPES) or mime.endswith(_TEXT_SUFFIXES)
+    if charset:
+        try:
+            codecs.lookup(charset)
+        except LookupError:
+            charset = None
+    if textual:
+        return body.decode(charset or "utf-8", errors="replace")
+    if not mime:
+        try:
+            return body.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return None

@@ -1,0 +1,62 @@
+/* Guest-side helpers for the toolcage host ABI v1; see toolcage_host.h. */
+#include "toolcage_host.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef int32_t (*tch_fetch)(char *, int32_t);
+
+static char *take(int32_t n, tch_fetch fetch, int32_t *code) {
+    if (n < 0) {
+        *code = n;
+        return NULL;
+    }
+    char *out = malloc((size_t)n + 1);
+    if (!out) {
+        *code = TCH_EINTERNAL;
+        return NULL;
+    }
+    int32_t got = fetch(out, n);
+    if (got < 0) {
+        free(out);
+        *code = got;
+        return NULL;
+    }
+    out[got] = '\0';
+    *code = 0;
+    return out;
+}
+
+char *tch_http(const char *req, size_t len, int32_t *code) {
+    return take(toolcage_http_request(req, (int32_t)len), toolcage_http_result, code);
+}
+
+char *tch_clock(const char *req, size_t len, int32_t *code) {
+    return take(toolcage_clock_now(req, (int32_t)len), toolcage_clock_result, code);
+}
+
+char *tch_search(const char *req, size_t len, int32_t *code) {
+    return take(toolcage_search_query(req, (int32_t)len), toolcage_search_result, code);
+}
+
+void tch_progress(const char *msg, double fraction) {
+    toolcage_progress_report(msg, (int32_t)strlen(msg), fraction);
+}
+
+void tch_log(int level, const char *msg) { toolcage_log_write(level, msg, (int32_t)strlen(msg)); }
+
+const char *tch_result_error(const char *result, tc_buf *msg) {
+    static const char *known[] = {"permission_denied", "timeout", "validation_error",
+                                  "execution_error", "not_found"};
+    size_t len = 0;
+    char *type = tc_json_str(tc_json_get(result, "error_type"), NULL);
+    char *text = tc_json_str(tc_json_get(result, "message"), &len);
+    const char *kind = "execution_error";
+    for (size_t i = 0; type && i < sizeof known / sizeof *known; i++)
+        if (strcmp(type, known[i]) == 0) kind = known[i];
+    if (text) tc_buf_put(msg, text, len);
+    else tc_buf_puts(msg, "the host returned an unreadable result");
+    free(type);
+    free(text);
+    return kind;
+}

@@ -1,0 +1,58 @@
+/*
+ * toolcage host ABI v1, guest side: the imports through which a tool calls host
+ * capabilities, and small helpers around them.
+ *
+ * Each capability is one import module (toolcage_http_v1, toolcage_clock_v1,
+ * toolcage_search_v1, toolcage_progress_v1, toolcage_log_v1). The host links only the
+ * capabilities a tool is granted -- a tool declares them in its JSON declaration under
+ * "needs" -- so a tool that uses an import it was not granted fails to instantiate.
+ * Only imports a tool actually calls end up in its module (the linker drops the rest).
+ *
+ * Requests and results are UTF-8 JSON. A request call returns the result's length (or a
+ * negative TCH_E* code); the result is then copied out with the module's `result` import.
+ * The tch_* helpers do both steps and return a malloc'd, NUL-terminated result.
+ * Buffers, JSON reading and the tool entry point are the SDK's (toolcage.h).
+ * Full description: host_bindings/_abi.py.
+ */
+#ifndef TOOLCAGE_HOST_H
+#define TOOLCAGE_HOST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "toolcage.h"
+
+#define TCH_IMPORT(module, name) __attribute__((import_module(module), import_name(name)))
+
+/* ABI error codes (negative returns). */
+#define TCH_EFAULT -1     /* pointer/length outside guest memory */
+#define TCH_EINVALID -2   /* request not UTF-8 JSON of the documented shape */
+#define TCH_ETOOBIG -3    /* request too large */
+#define TCH_ENORESULT -4  /* nothing pending */
+#define TCH_ESHORTBUF -5  /* result buffer too small (result stays pending) */
+#define TCH_ENOCALL -6    /* called outside a tool call */
+#define TCH_EINTERNAL -7  /* host failure */
+
+TCH_IMPORT("toolcage_http_v1", "request") int32_t toolcage_http_request(const char *req, int32_t len);
+TCH_IMPORT("toolcage_http_v1", "result") int32_t toolcage_http_result(char *buf, int32_t cap);
+TCH_IMPORT("toolcage_clock_v1", "now") int32_t toolcage_clock_now(const char *req, int32_t len);
+TCH_IMPORT("toolcage_clock_v1", "result") int32_t toolcage_clock_result(char *buf, int32_t cap);
+TCH_IMPORT("toolcage_search_v1", "query") int32_t toolcage_search_query(const char *req, int32_t len);
+TCH_IMPORT("toolcage_search_v1", "result") int32_t toolcage_search_result(char *buf, int32_t cap);
+TCH_IMPORT("toolcage_progress_v1", "report")
+int32_t toolcage_progress_report(const char *msg, int32_t len, double fraction);
+TCH_IMPORT("toolcage_log_v1", "write") int32_t toolcage_log_write(int32_t level, const char *msg, int32_t len);
+
+/* Request + result in one step. NULL on an ABI error, with *code set. */
+char *tch_http(const char *req, size_t len, int32_t *code);
+char *tch_clock(const char *req, size_t len, int32_t *code);
+char *tch_search(const char *req, size_t len, int32_t *code);
+/* Progress (fraction < 0: unknown) and log lines (0 debug .. 3 error). */
+void tch_progress(const char *msg, double fraction);
+void tch_log(int level, const char *msg);
+
+/* The error_type of a failed host result ("ok": false), with its message put in `msg`;
+ * always one of the envelope's error_type strings. */
+const char *tch_result_error(const char *result, tc_buf *msg);
+
+#endif

@@ -1,0 +1,82 @@
+/* http_request: one HTTP request under the egress policy; status, headers and body. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "toolcage_host.h"
+
+static const char *run(const char *args, tc_buf *out) {
+    /* The arguments already have the request's shape; the host checks every field. */
+    int32_t code;
+    char *result = tch_http(args, strlen(args), &code);
+    if (!result) {
+        tc_buf_puts(out, code == TCH_EINVALID ? "url, method, headers or body has the wrong type"
+                                             : "HTTP is not available to this tool");
+        return code == TCH_EINVALID ? "validation_error" : "execution_error";
+    }
+    int ok = 0;
+    const char *error_type = NULL;
+    if (!tc_json_bool(tc_json_get(result, "ok"), &ok) || !ok) {
+        error_type = tch_result_error(result, out);
+        free(result);
+        return error_type;
+    }
+    double status = 0, redirects = 0, size = -1;
+    int truncated = 0;
+    char line[160];
+    tc_json_num(tc_json_get(result, "status"), &status);
+    tc_json_num(tc_json_get(result, "redirects"), &redirects);
+    if (!tc_json_num(tc_json_get(result, "size"), &size)) size = -1;
+    tc_json_bool(tc_json_get(result, "truncated"), &truncated);
+    char *url = tc_json_str(tc_json_get(result, "url"), NULL);
+    snprintf(line, sizeof line, "HTTP %d", (int)status);
+    tc_buf_puts(out, line);
+    if (redirects > 0) {
+        snprintf(line, sizeof line, " after %d redirect(s), final URL ", (int)redirects);
+        tc_buf_puts(out, line);
+        tc_buf_puts(out, url ? url : "?");
+    }
+    tc_buf_puts(out, "\n");
+    free(url);
+
+    const char *h = tc_json_ws(tc_json_get(result, "headers"));
+    if (h && *h == '{') {
+        h = tc_json_ws(h + 1);
+        while (h && *h == '"') {
+            char *name = tc_json_str(h, NULL);
+            h = tc_json_ws(tc_json_skip(h));
+            if (!h || *h != ':') break;
+            h = tc_json_ws(h + 1);
+            char *value = tc_json_str(h, NULL);
+            if (name && value) {
+                tc_buf_puts(out, name);
+                tc_buf_puts(out, ": ");
+                tc_buf_puts(out, value);
+                tc_buf_puts(out, "\n");
+            }
+            free(name);
+            free(value);
+            h = tc_json_ws(tc_json_skip(h));
+            if (h && *h == ',') h = tc_json_ws(h + 1);
+        }
+    }
+    tc_buf_puts(out, "\n");
+    size_t blen = 0;
+    char *body = tc_json_str(tc_json_get(result, "body"), &blen);
+    char *encoding = tc_json_str(tc_json_get(result, "body_encoding"), NULL);
+    if (encoding && strcmp(encoding, "base64") == 0) {
+        tc_buf_puts(out, "[binary body, base64-encoded]\n");
+    }
+    if (body) tc_buf_put(out, body, blen);
+    if (truncated) {
+        if (size >= 0) snprintf(line, sizeof line, "\n[body truncated; original size %.0f bytes]", size);
+        else snprintf(line, sizeof line, "\n[body truncated; original size unknown]");
+        tc_buf_puts(out, line);
+    }
+    free(body);
+    free(encoding);
+    free(result);
+    return NULL;
+}
+
+int main(void) { return tc_tool_main(run); }
