@@ -1,0 +1,165 @@
+"""The ``[shell]`` section: how the shell runs, what it may run, and its limits.
+
+::
+
+    [shell]
+    mode = "sandboxed"              # or "host" (no sandbox; development only) or "disabled"
+    workspace = "workspace"         # the only host directory commands see (read-write)
+    extra_allow = ["make"]          # added to the default allowlist (or replace it with `allow`)
+    network = false
+
+    [shell.syntax]                  # everything beyond literal words is off by default
+    expansions = false
+    redirections = "workspace"      # "none" | "workspace" | "any"
+
+    [shell.limits]
+    timeout = 30                    # seconds, unless a call asks for more (up to max_timeout)
+    processes = 256                 # per command, fork bombs included
+
+Programs are named by their basename; which ones need care, and why some can never be
+allowed, is decided in :mod:`._shell_programs`.
+"""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ._shell_env import protected_env_reason
+from ._shell_names import DEFAULT_ALLOW, refusal_for_allowlisting
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ShellMode(enum.StrEnum):
+    """Where commands run."""
+
+    SANDBOXED = "sandboxed"
+    """Under bubblewrap: read-only system, the workspace read-write, no network (default)."""
+    HOST = "host"
+    """Unsafe: directly on the host, as the sidecar's user; for development only."""
+    DISABLED = "disabled"
+    """No shell: ``shell_exec`` answers ``permission_denied``."""
+
+
+class ShellSyntax(_Section):
+    """Which shell syntax passes the policy beyond plain literal words.
+
+    By default a command is literal words (quoted or not) joined by ``&&``, ``||``, ``;``,
+    ``|`` and newlines, plus redirections into the workspace and ``NAME=value``
+    assignments. Each switch admits one more construct; a word the policy cannot prove
+    literal still never names a program, and programs with argument rules refuse it.
+    """
+
+    expansions: bool = False
+    """``$NAME`` and ``${NAME}`` parameter expansion."""
+    substitutions: bool = False
+    """``$(...)``, backticks and ``<(...)``; the inner commands are checked too."""
+    arithmetic: bool = False
+    """``$((...))``."""
+    globs: bool = False
+    """Unquoted ``*``, ``?`` and ``[...]``."""
+    tilde: bool = False
+    """Unquoted ``~``."""
+    braces: bool = False
+    """Brace expansion, ``{a,b}`` and ``{1..3}``."""
+    redirections: Literal["none", "workspace", "any"] = "workspace"
+    """``workspace``: literal targets inside the workspace (and ``/dev/null``) only."""
+    heredocs: bool = False
+    """``<<`` and ``<<<`` (their text is checked as a literal word)."""
+    background: bool = False
+    """A trailing ``&`` (``shell_exec``'s ``background`` flag is the supported way)."""
+    subshells: bool = False
+    """``( ... )`` and ``{ ...; }`` groups."""
+    assignments: bool = True
+    """``NAME=value`` (alone, before a command, or with ``export``); protected names never."""
+
+
+class ShellLimits(_Section):
+    """Per-command limits (each command gets its own sandbox and its own counts)."""
+
+    timeout: float = Field(30.0, gt=0)
+    """Seconds a command may run when the call names no timeout."""
+    max_timeout: float = Field(600.0, gt=0)
+    """The most a call may ask for."""
+    cpu_seconds: int = Field(300, gt=0)
+    """RLIMIT_CPU of each process."""
+    memory_bytes: int = Field(4 * 1024**3, ge=64 * 1024**2)
+    """RLIMIT_AS (address space) of each process."""
+    file_bytes: int = Field(1024**3, gt=0)
+    """RLIMIT_FSIZE: the largest file a command may write."""
+    processes: int = Field(256, ge=8)
+    """Processes and threads one command may have at once (contains fork bombs)."""
+    tmp_bytes: int = Field(256 * 1024**2, gt=0)
+    """Size of the command's private ``/tmp``."""
+    output_bytes: int = Field(1024**2, gt=0, le=1024**2)
+    """Bytes of stdout and of stderr kept per command (head and tail; the rest is counted)."""
+    background_seconds: float = Field(3600.0, gt=0)
+    """How long a background command may run before it is killed."""
+    background_jobs: int = Field(16, gt=0)
+    """Background commands running at once, over all sessions."""
+    concurrent_commands: int = Field(32, gt=0)
+    """Foreground commands running at once; more wait for a slot."""
+    sessions: int = Field(1024, gt=0)
+    """Sessions kept; beyond this the least recently used idle one is forgotten."""
+
+    @model_validator(mode="after")
+    def _timeouts(self) -> ShellLimits:
+        if self.timeout > self.max_timeout:
+            raise ValueError(
+                f"timeout ({self.timeout:g}) must not exceed max_timeout ({self.max_timeout:g})"
+            )
+        return self
+
+
+class ShellConfig(_Section):
+    """The ``[shell]`` section (see the module docstring)."""
+
+    mode: ShellMode = ShellMode.SANDBOXED
+    workspace: Path = Path("workspace")
+    """Host directory bound read-write at ``/workspace``; relative to the config file."""
+    allow: tuple[str, ...] = DEFAULT_ALLOW
+    """Programs and builtins commands may run, by name."""
+    extra_allow: tuple[str, ...] = ()
+    """Added to ``allow`` (so the defaults need not be restated)."""
+    syntax: ShellSyntax = ShellSyntax()
+    network: bool = False
+    """Share the host's network with commands (off: a private loopback only)."""
+    limits: ShellLimits = ShellLimits()
+    env: dict[str, str] = {}
+    """Extra environment for every command (protected names are refused)."""
+    sandbox_uid: int = Field(65534, gt=0)
+    """Host uid commands run as when the sidecar itself runs as root (root's own processes
+    escape the process limit); the workspace must be writable for it."""
+
+    @field_validator("allow", "extra_allow")
+    @classmethod
+    def _programs(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        for name in names:
+            reason = refusal_for_allowlisting(name)
+            if reason is not None:
+                raise ValueError(f"{name!r}: {reason}")
+        return names
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, env: dict[str, str]) -> dict[str, str]:
+        for name in env:
+            reason = protected_env_reason(name)
+            if reason is not None:
+                raise ValueError(f"{name!r}: {reason}")
+        return env
+
+    @property
+    def allowed(self) -> frozenset[str]:
+        """``allow`` and ``extra_allow`` together."""
+        return frozenset(self.allow) | frozenset(self.extra_allow)
+
+    def workspace_path(self, base_dir: Path) -> Path:
+        """The workspace as an absolute host path (relative ones resolve against ``base_dir``)."""
+        return (base_dir / self.workspace).resolve()

@@ -1,0 +1,179 @@
+"""The shell policy: may this command string run?
+
+>>> policy = ShellPolicy.from_config(ShellConfig())
+>>> policy.check("git status && ls -la | wc -l").programs
+('git', 'ls', 'wc')
+>>> policy.check("git -c core.pager=./x log")
+Traceback (most recent call last):
+...
+toolcage.policies._shell_words.ShellPolicyViolation: refused '-c': git: this global option ...
+
+A command passes when, on a real parse (:mod:`._shell_parse`), every simple command in it
+-- in every list, pipeline, substitution and ``sh -c`` string, and every program a runner
+such as ``timeout`` or ``xargs`` would start -- names an allowlisted program by its plain
+name, passes that program's argument rules (:mod:`._shell_programs`), assigns no protected
+variable and redirects only where the syntax settings allow. The first refusal is raised
+as :class:`ShellPolicyViolation` naming the offending part.
+
+Absolute and relative paths as command names (``/usr/bin/git``, ``./build.sh``) are always
+refused: a name is looked up on the sandbox's fixed ``PATH``, so one name means one
+program, and a path could name a copy, a link or a file the command itself just wrote.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+
+from ._shell_config import ShellConfig, ShellSyntax
+from ._shell_env import protected_env_reason
+from ._shell_names import (
+    INTERPRETERS,
+    RESERVED_WORDS,
+    SHELL_STATE_BUILTINS,
+    UNCHECKED_RUNNERS,
+)
+from ._shell_parse import parse_command
+from ._shell_programs import RULES, Script
+from ._shell_words import Redirect, ShellPolicyViolation, SimpleCommand
+
+MAX_SCRIPT_NESTING = 4
+_WRITES = frozenset({">", ">>", "&>", "&>>", ">|", "<>", ">&"})
+_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin"})
+
+
+@dataclass(frozen=True, slots=True)
+class ShellVerdict:
+    """A command the policy allows."""
+
+    command: str
+    programs: tuple[str, ...]
+    """Every program and builtin it may run, in order of appearance (for logs and audit)."""
+
+
+class ShellPolicy:
+    """Decides commands for one allowlist and syntax setting (see the module docstring)."""
+
+    def __init__(
+        self,
+        allowed: frozenset[str],
+        syntax: ShellSyntax | None = None,
+        *,
+        workspace: str = "/workspace",
+    ) -> None:
+        self.allowed = allowed
+        self.syntax = syntax or ShellSyntax()
+        self.workspace = workspace.rstrip("/") or "/"
+        """Where commands see the workspace; absolute redirection targets must be inside."""
+
+    @classmethod
+    def from_config(cls, config: ShellConfig, *, workspace: str = "/workspace") -> ShellPolicy:
+        return cls(config.allowed, config.syntax, workspace=workspace)
+
+    def check(self, command: str) -> ShellVerdict:
+        """The verdict for ``command``; raises :class:`ShellPolicyViolation` to refuse."""
+        programs: list[str] = []
+        self._script(command, programs, nesting=0)
+        return ShellVerdict(command, tuple(programs))
+
+    def _script(self, script: str, programs: list[str], *, nesting: int) -> None:
+        if nesting > MAX_SCRIPT_NESTING:
+            raise ShellPolicyViolation(script, "shell code nested too deeply")
+        for cmd in parse_command(script, self.syntax):
+            self._command(cmd, programs, nesting=nesting, depth=0)
+
+    def _command(
+        self, cmd: SimpleCommand, programs: list[str], *, nesting: int, depth: int
+    ) -> None:
+        if depth > MAX_SCRIPT_NESTING:
+            raise ShellPolicyViolation(cmd.text, "programs nested too deeply")
+        for assignment in cmd.assignments:
+            if not self.syntax.assignments:
+                raise ShellPolicyViolation(assignment.text, "variable assignments are not enabled")
+            reason = protected_env_reason(assignment.name)
+            if reason is not None:
+                raise ShellPolicyViolation(assignment.text, reason)
+        for redirect in cmd.redirects:
+            self._redirect(redirect)
+        if not cmd.argv:
+            return
+        name = cmd.argv[0].value
+        if name is None:
+            raise ShellPolicyViolation(cmd.argv[0].text, "the command name is not a literal word")
+        self._name(name, cmd)
+        programs.append(name)
+        rule = RULES.get(name)
+        if rule is None:
+            return
+        if cmd.args_from_stdin:
+            raise ShellPolicyViolation(
+                cmd.text, f"{name} has argument rules; xargs would add arguments nobody checked"
+            )
+        args: list[str] = []
+        for word in cmd.argv[1:]:
+            if word.value is None:
+                raise ShellPolicyViolation(
+                    word.text, f"{name} has argument rules; its arguments must be literal"
+                )
+            args.append(word.value)
+        for inner in rule(cmd, args):
+            if isinstance(inner, Script):
+                self._script(inner.text, programs, nesting=nesting + 1)
+            else:
+                self._command(inner, programs, nesting=nesting, depth=depth + 1)
+
+    def _name(self, name: str, cmd: SimpleCommand) -> None:
+        if "/" in name:
+            raise ShellPolicyViolation(
+                name, "runs a program by path; only allowlisted program names may run"
+            )
+        if name in RESERVED_WORDS:
+            raise ShellPolicyViolation(name, "a shell keyword in command position")
+        if name not in self.allowed:
+            raise ShellPolicyViolation(name, "not in the allowlist of programs")
+        if name in UNCHECKED_RUNNERS or name in SHELL_STATE_BUILTINS:
+            raise ShellPolicyViolation(name, "runs code or changes the shell in unchecked ways")
+        if name in INTERPRETERS and (cmd.piped or cmd.args_from_stdin or _reads_stdin(cmd)):
+            raise ShellPolicyViolation(
+                cmd.text, f"{name} fed by a pipe or here-document runs code nobody checked"
+            )
+
+    def _redirect(self, redirect: Redirect) -> None:
+        mode = self.syntax.redirections
+        if mode == "any":
+            return
+        if mode == "none":
+            raise ShellPolicyViolation(redirect.text, "redirections are not enabled")
+        op = redirect.operator
+        target = redirect.target
+        if op in ("<<", "<<-", "<<<", ">&-", "<&-"):
+            return
+        if op in (">&", "<&") and target is not None and target.value in ("0", "1", "2", "-"):
+            return
+        if target is None or target.value is None:
+            raise ShellPolicyViolation(redirect.text, "a redirection target must be a literal path")
+        if op == "<&":
+            raise ShellPolicyViolation(
+                redirect.text, "only descriptors 0, 1 and 2 may be duplicated"
+            )
+        path = target.value
+        if path in _DEVICES:
+            return
+        parts = path.split("/")
+        if not path or ".." in parts:
+            raise ShellPolicyViolation(redirect.text, "a redirection target must not use '..'")
+        if path.startswith("/"):
+            normal = posixpath.normpath(path)
+            if normal != self.workspace and not normal.startswith(self.workspace + "/"):
+                raise ShellPolicyViolation(
+                    redirect.text, f"redirections must stay inside {self.workspace}"
+                )
+        if op in _WRITES and ".git" in parts:
+            raise ShellPolicyViolation(redirect.text, "writing into .git is refused")
+
+
+def _reads_stdin(cmd: SimpleCommand) -> bool:
+    return any(
+        r.operator in ("<", "<<", "<<-", "<<<", "<&", "<>") and r.fd in (None, 0)
+        for r in cmd.redirects
+    )

@@ -1,0 +1,204 @@
+"""``toolcage sidecar`` (or ``python -m toolcage.sidecar``): run the shell daemon.
+
+::
+
+    toolcage sidecar --socket /run/user/1000/toolcage/shell.sock --config toolcage.toml
+
+The daemon reads the ``[shell]`` section (from ``--config``, or as JSON on the first line
+of stdin with ``--config-stdin``, which is how the runtime starts it), checks that its
+sandbox works by running ``true`` in it, prints ``ready`` on stdout and serves until it is
+sent SIGTERM/SIGINT -- or, with ``--exit-with-stdin``, until its stdin reaches end of file,
+so that it never outlives the runtime that started it. Exit status 2 means it could not
+start (bubblewrap missing, unsafe socket directory, bad config); the reason is on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import signal
+import stat
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+from anyio.abc import TaskStatus
+from toolcage.policies import ConfigError, ShellConfig, ShellMode, load_config
+
+from ._sandbox import BubblewrapSandbox, Sandbox, UnsafeHostShell
+from ._server import SidecarServer, SocketSetupError, prepare_socket_path
+from ._service import ShellService
+
+logger = logging.getLogger("toolcage.sidecar")
+
+EXIT_OK, EXIT_FAILED = 0, 2
+
+
+class StartupError(Exception):
+    """The daemon cannot start; the message says why and what to do."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.INFO, format="toolcage-sidecar: %(levelname)s: %(message)s"
+    )
+    try:
+        config, base_dir = _config(args)
+        server = _server(config, base_dir, Path(args.socket), args.allow_uid)
+        anyio.run(_serve, server, args.exit_with_stdin)
+    except (StartupError, ConfigError, SocketSetupError) as exc:
+        print(f"toolcage sidecar: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        pass
+    return EXIT_OK
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="toolcage sidecar", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--socket", required=True, help="the Unix socket to listen on")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--config", metavar="FILE", help="toolcage config (its [shell] section)")
+    source.add_argument(
+        "--config-stdin", action="store_true", help="read the [shell] section as JSON from stdin"
+    )
+    parser.add_argument(
+        "--allow-uid", type=int, action="append", default=[], help="also accept this peer uid"
+    )
+    parser.add_argument(
+        "--exit-with-stdin", action="store_true", help="exit when stdin reaches end of file"
+    )
+    return parser
+
+
+def _config(args: argparse.Namespace) -> tuple[ShellConfig, Path]:
+    if args.config_stdin:
+        line = sys.stdin.buffer.readline()
+        try:
+            return ShellConfig.model_validate_json(line), Path.cwd()
+        except ValueError as exc:
+            raise StartupError(f"bad shell config on stdin: {exc}") from None
+    config = load_config(args.config)
+    return config.shell, config.base_dir
+
+
+def _server(
+    config: ShellConfig, base_dir: Path, socket_path: Path, extra_uids: list[int]
+) -> SidecarServer:
+    workspace = config.workspace_path(base_dir)
+    if config.mode is ShellMode.DISABLED:
+        raise StartupError("the shell is disabled (shell.mode = 'disabled')")
+    if not workspace.is_dir():
+        raise StartupError(f"the workspace {workspace} is not a directory")
+    sandbox: Sandbox
+    if config.mode is ShellMode.HOST:
+        logger.warning(
+            "UNSAFE: shell mode 'host' runs commands directly on this machine as uid %d, "
+            "with no sandbox; use it for development only",
+            os.getuid(),
+        )
+        sandbox = UnsafeHostShell(workspace, config.limits)
+    else:
+        run_as = config.sandbox_uid if os.geteuid() == 0 else None
+        try:
+            sandbox = BubblewrapSandbox(
+                workspace, config.limits, network=config.network, run_as=run_as
+            )
+        except FileNotFoundError:
+            raise StartupError(
+                "bubblewrap (bwrap) is not installed; install the 'bubblewrap' package "
+                "(make system-deps), or set shell.mode = 'host' to run commands unsandboxed"
+            ) from None
+        if run_as is not None:
+            _check_reachable(workspace, run_as)
+            _check_writable(workspace, run_as)
+    service = ShellService(
+        sandbox,
+        config.limits,
+        extra_env=config.env,
+        kill_leftovers=config.mode is ShellMode.HOST,
+    )
+    prepare_socket_path(socket_path)
+    uids = frozenset({os.getuid(), *extra_uids})
+    return SidecarServer(service, socket_path, allowed_uids=uids, mode=config.mode.value)
+
+
+def _check_reachable(workspace: Path, uid: int) -> None:
+    """Refuse to start when ``uid`` cannot search its way down to the workspace."""
+    for directory in (*reversed(workspace.parents), workspace):
+        info = directory.stat()
+        if info.st_uid != uid and not info.st_mode & stat.S_IXOTH:
+            raise StartupError(
+                f"the sidecar runs as root, so commands run as uid {uid} (shell.sandbox_uid), "
+                f"which cannot reach the workspace {workspace}: {directory} is not searchable "
+                f"by others (mode {stat.S_IMODE(info.st_mode):04o}); make it searchable "
+                f"(chmod o+x {directory}) or choose another workspace or sandbox_uid"
+            )
+
+
+def _check_writable(workspace: Path, uid: int) -> None:
+    info = workspace.stat()
+    if info.st_uid != uid and not info.st_mode & stat.S_IWOTH:
+        logger.warning(
+            "the sidecar runs as root, so commands run as uid %d (shell.sandbox_uid), which "
+            "cannot write to %s; chown the workspace to that uid to let commands write",
+            uid,
+            workspace,
+        )
+
+
+async def _serve(server: SidecarServer, exit_with_stdin: bool) -> None:
+    await _probe(server)
+    async with anyio.create_task_group() as tg:
+        await tg.start(server.serve)
+        await tg.start(_signals, tg.cancel_scope)
+        print("ready", flush=True)
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        if exit_with_stdin:
+            tg.start_soon(_lifeline, tg.cancel_scope)
+
+
+async def _probe(server: SidecarServer) -> None:
+    """Run ``true`` in the sandbox: a sidecar that cannot run commands must not start."""
+    name = "toolcage-startup-probe"
+    result = await server.service.exec(name, "true", 30.0, 4096)
+    await server.service.close(name)
+    if result["exit_code"] != 0:
+        detail = (result["stderr"] or result["stdout"]).strip() or f"exit {result['exit_code']}"
+        raise StartupError(f"the sandbox cannot run commands: {detail}")
+
+
+async def _signals(
+    scope: anyio.CancelScope, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
+        task_status.started()
+        async for signum in received:
+            logger.info("stopping on %s", signal.Signals(signum).name)
+            scope.cancel()
+            return
+
+
+async def _lifeline(scope: anyio.CancelScope) -> None:
+    fd = sys.stdin.fileno()
+    os.set_blocking(fd, False)
+    while True:
+        await anyio.wait_readable(fd)
+        try:
+            if not os.read(fd, 4096):
+                break
+        except BlockingIOError:
+            continue
+    logger.info("stdin closed: the runtime is gone, stopping")
+    scope.cancel()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,136 @@
+"""The sidecar's wire protocol, version 1: length-prefixed JSON frames over a Unix socket.
+
+Framing
+    Every message is one frame: a 4-byte unsigned big-endian length ``N``, then ``N`` bytes
+    of UTF-8 JSON holding one object. ``1 <= N <= MAX_FRAME_BYTES`` (16 MiB).
+
+Handshake
+    The client's first frame is ``{"type": "hello", "protocol": "toolcage-shell",
+    "version": 1}``; the server answers ``{"type": "hello", "version": 1, "pid": ...,
+    "mode": ...}``. Any other first frame, another protocol or version, or a peer whose
+    uid (``SO_PEERCRED``) is not allowed gets an error frame and the connection is closed.
+
+Requests and responses
+    A request is ``{"id": <int>, "op": <name>, ...arguments}``; its response carries the
+    same ``id`` and either ``"ok": true`` with the op's results or ``"ok": false`` with
+    ``"error": {"code", "message"}``. Requests on one connection may overlap; responses
+    come back as each finishes. Closing the connection kills the commands it started
+    (background jobs excepted).
+
+    ``ping`` -> ``{}``
+    ``open`` ``{session}`` -> ``{cwd, created}``: a session keeps a working directory
+    inside the workspace and exported variables from one command to the next.
+    ``close`` ``{session}`` -> ``{}``: forgets it and kills its background jobs.
+    ``exec`` ``{session, command, timeout, output_bytes?, background?}`` -> ``{exit_code,
+    stdout, stderr, stdout_bytes, stderr_bytes, timed_out, duration, cwd, created}`` (or
+    ``{job}`` for a background command); the session is opened if it is not.
+    ``poll`` ``{job, wait?}`` -> ``{running, exit_code, stdout, stderr, dropped}``: output
+    since the last poll, waiting up to ``wait`` seconds for some.
+    ``kill`` ``{job}`` -> ``{exit_code}``.
+
+Errors
+    Frame-level problems answer with ``{"id": null, "ok": false, "error": ...}``: a frame
+    that is not a JSON object (``bad_frame``; the connection stays usable), one longer than
+    the maximum (``frame_too_large``) or cut short by the end of the stream
+    (``truncated_frame``), after which the connection is closed.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+import anyio
+from anyio.abc import ByteStream
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+PROTOCOL = "toolcage-shell"
+VERSION = 1
+MAX_FRAME_BYTES = 16 * 1024 * 1024
+_HEADER = struct.Struct(">I")
+
+
+class ProtocolError(Exception):
+    """The peer broke the protocol; ``code`` is the error code sent back."""
+
+    def __init__(self, code: str, message: str, *, fatal: bool) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.fatal = fatal
+        """Whether the connection cannot continue (the stream is out of step)."""
+
+
+def encode_frame(message: dict[str, Any]) -> bytes:
+    """One frame holding ``message``."""
+    body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    if len(body) > MAX_FRAME_BYTES:
+        raise ValueError(f"frame of {len(body)} bytes exceeds {MAX_FRAME_BYTES}")
+    return _HEADER.pack(len(body)) + body
+
+
+def decode_body(body: bytes) -> dict[str, Any]:
+    """The object in a frame's body; :class:`ProtocolError` if it is not one."""
+    try:
+        message = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ProtocolError("bad_frame", f"frame is not UTF-8 JSON: {exc}", fatal=False) from None
+    if not isinstance(message, dict):
+        raise ProtocolError("bad_frame", "frame is not a JSON object", fatal=False)
+    return message
+
+
+class FrameStream:
+    """Frames over a byte stream; sends are serialised so overlapping responses stay whole."""
+
+    def __init__(self, stream: ByteStream, *, max_frame: int = MAX_FRAME_BYTES) -> None:
+        self.stream = stream
+        self.max_frame = max_frame
+        self._receive = BufferedByteReceiveStream(stream)
+        self._send_lock = anyio.Lock()
+
+    async def receive(self) -> dict[str, Any] | None:
+        """The next message; ``None`` at a clean end of stream (between frames)."""
+        try:
+            header = await self._receive.receive_exactly(_HEADER.size)
+        except anyio.IncompleteRead:
+            if self._receive.buffer:
+                raise ProtocolError(
+                    "truncated_frame", "stream ended inside a frame header", fatal=True
+                ) from None
+            return None
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return None
+        (length,) = _HEADER.unpack(header)
+        if length == 0 or length > self.max_frame:
+            raise ProtocolError(
+                "frame_too_large",
+                f"frame length {length} is outside 1..{self.max_frame}",
+                fatal=True,
+            )
+        try:
+            body = await self._receive.receive_exactly(length)
+        except (anyio.IncompleteRead, anyio.EndOfStream):
+            raise ProtocolError(
+                "truncated_frame", f"stream ended inside a {length}-byte frame", fatal=True
+            ) from None
+        return decode_body(body)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        frame = encode_frame(message)
+        async with self._send_lock:
+            await self.stream.send(frame)
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+def hello() -> dict[str, Any]:
+    """The client's first frame."""
+    return {"type": "hello", "protocol": PROTOCOL, "version": VERSION}
+
+
+def error(code: str, message: str, request_id: Any = None) -> dict[str, Any]:
+    """An error response (``request_id`` ``None`` for frame-level errors)."""
+    return {"id": request_id, "ok": False, "error": {"code": code, "message": message}}

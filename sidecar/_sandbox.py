@@ -1,0 +1,270 @@
+"""How one command is started: under bubblewrap, or (unsafely) straight on the host.
+
+Each command gets a sandbox of its own -- a fresh bubblewrap with new user, PID, IPC, UTS,
+cgroup and (unless the operator shares it) network namespaces::
+
+    /usr, /bin, /lib*    read-only from the host
+    /etc                 only loader, locale and alternatives files; a synthetic passwd
+    /workspace           the workspace, read-write (the only host data it sees)
+    /tmp                 a fresh tmpfs of limited size
+    /proc, /dev          the sandbox's own (it sees only its own processes)
+
+``--die-with-parent`` ties the sandbox to its bwrap process: killing bwrap's process group
+kills the namespace's init, and with it every process the command started, however it
+daemonised. ``--new-session`` stops it from reaching a terminal; ``--disable-userns`` from
+building namespaces of its own. Inside, bash applies the rlimits before anything else.
+
+Processes are counted per user: ``RLIMIT_NPROC`` set *inside* the new user namespace
+counts only that sandbox's processes, which contains a fork bomb -- unless the host uid is
+root, whose processes the kernel never counts. A sidecar running as root therefore starts
+bwrap as ``sandbox_uid`` (nobody, by default).
+
+The command reaches bash as an argument, never as part of the script; after it runs, the
+script reports the final working directory and exported variables on a pipe so that the
+session can carry them to its next command.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Protocol
+
+from toolcage.policies import ShellLimits
+
+GUEST_WORKSPACE = PurePosixPath("/workspace")
+SANDBOX_UID = 1000
+"""The uid commands see inside the sandbox."""
+BASH = "/bin/bash"
+PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_ETC = (
+    "alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone",
+    "mime.types", "magic", "magic.mime", "protocols", "services", "nsswitch.conf",
+)  # fmt: skip
+_ETC_NETWORK = ("resolv.conf", "hosts", "host.conf", "gai.conf", "ssl", "ca-certificates")
+_TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+
+# Forced git settings: config from the command line outranks a repository's own, so hooks,
+# fsmonitor, pagers and transport helpers named in a repository cannot run.
+GIT_FORCED = (
+    ("core.hooksPath", "/dev/null"), ("core.fsmonitor", "false"), ("core.pager", "cat"),
+    ("core.sshCommand", "false"), ("core.askPass", "true"), ("credential.helper", ""),
+    ("protocol.ext.allow", "never"), ("protocol.fd.allow", "never"),
+    ("safe.bareRepository", "explicit"), ("gpg.program", "false"),
+    ("sequence.editor", "true"), ("core.editor", "true"),
+)  # fmt: skip
+
+GIT_BINARIES = ("/usr/bin/git", "/usr/lib/git-core/git", "/usr/libexec/git-core/git")
+"""Where git may be found; the first one found is the real git the guard runs."""
+
+GIT_GUARD_KEYS = (
+    "core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates",
+    "core.ignorecase", "core.precomposeunicode", "core.symlinks", "core.autocrlf", "core.eol",
+    "core.safecrlf", "core.quotepath", "core.abbrev", "core.compression", "core.sharedrepository",
+    "core.excludesfile", "core.attributesfile", "core.worktree", "core.longpaths",
+    "user.*", "author.*", "committer.*", "init.defaultbranch", "extensions.objectformat",
+    "extensions.worktreeconfig", "extensions.refstorage", "remote.*.url", "remote.*.pushurl",
+    "remote.*.fetch", "remote.*.push", "remote.*.tagopt", "remote.*.prune", "remote.*.mirror",
+    "branch.*.remote", "branch.*.merge", "branch.*.rebase", "branch.*.pushremote",
+    "branch.*.description", "pull.rebase", "pull.ff", "push.default", "push.autosetupremote",
+    "merge.ff", "merge.conflictstyle", "color.*", "log.*", "status.*", "advice.*", "gc.*",
+    "fetch.prune", "diff.renames", "diff.algorithm", "diff.mnemonicprefix", "i18n.*",
+    "rerere.enabled", "commit.gpgsign", "tag.gpgsign", "format.pretty", "blame.*",
+    "index.version", "feature.*", "maintenance.auto", "submodule.active",
+)  # fmt: skip
+"""Repository config keys git may run with (shell ``case`` patterns); any other key in a
+repository's own config -- filters, diff drivers, aliases, includes -- stops git."""
+
+
+def _git_guard() -> str:
+    forced = "\n".join(
+        f"export GIT_CONFIG_KEY_{i}='{key}' GIT_CONFIG_VALUE_{i}='{value}'"
+        for i, (key, value) in enumerate(GIT_FORCED)
+    )
+    patterns = "|".join(GIT_GUARD_KEYS)
+    return f"""#!/bin/bash
+# toolcage: git runs only with a repository config that names no programs
+export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_TERMINAL_PROMPT=0
+export GIT_EDITOR=true GIT_SEQUENCE_EDITOR=true GIT_PAGER=cat PAGER=cat GIT_ASKPASS=true
+unset GIT_DIR GIT_WORK_TREE GIT_EXEC_PATH GIT_CONFIG GIT_CONFIG_PARAMETERS GIT_EXTERNAL_DIFF
+unset GIT_SSH GIT_SSH_COMMAND GIT_PROXY_COMMAND GIT_TEMPLATE_DIR
+export GIT_CONFIG_COUNT={len(GIT_FORCED)}
+{forced}
+while IFS= read -r -d '' scope && IFS= read -r -d '' entry; do
+  case $scope in local|worktree) ;; *) continue ;; esac
+  key=${{entry%%$'\\n'*}}
+  case ${{key,,}} in
+    {patterns.lower()}) ;;
+    *) echo "toolcage: git refused: the repository's config sets '$key' (it may run programs)" >&2
+       exit 126 ;;
+  esac
+done < <(/run/toolcage/git config --list --show-scope -z 2>/dev/null)
+name=${{0##*/}}
+case $name in git-*) ;; *) name=git ;; esac
+exec -a "$name" /run/toolcage/git "$@"
+"""
+
+
+GIT_GUARD = _git_guard()
+
+
+def prelude(limits: ShellLimits, *, root: str, report_fd: int) -> str:
+    """The bash script that applies limits, enters the cwd, runs ``$1`` and reports."""
+    return f"""ulimit -HS -c 0 -u {limits.processes} -t {limits.cpu_seconds} \
+-v {limits.memory_bytes // 1024} -f {max(1, limits.file_bytes // 1024)} \
+|| {{ echo 'toolcage: cannot apply limits' >&2; exit 125; }}
+__tc_command=$1 __tc_cwd=$2
+set --
+cd -- "$__tc_cwd" 2>/dev/null || {{ echo "toolcage: $__tc_cwd is gone; running in {root}" >&2; \
+cd -- '{root}' || exit 125; }}
+unset __tc_cwd
+eval "$__tc_command" {report_fd}>&-
+__tc_status=$?
+IFS=$' \\t\\n'
+{{ printf 'cwd\\0%s\\0' "$PWD"; for __tc_name in $(compgen -e); do \
+printf 'env\\0%s\\0%s\\0' "$__tc_name" "${{!__tc_name}}"; done; }} >&{report_fd} 2>/dev/null
+exit $__tc_status
+"""
+
+
+@dataclass
+class Spawn:
+    """Everything needed to start one command."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str | None = None
+    pass_fds: list[int] = field(default_factory=list)
+    user: int | None = None
+    group: int | None = None
+    data: list[tuple[int, bytes]] = field(default_factory=list)
+    """(fd, bytes) to write before the start: files bwrap copies in (``--ro-bind-data``)."""
+
+
+class Sandbox(Protocol):
+    """Turns a command into a :class:`Spawn`; knows where the workspace appears."""
+
+    root: PurePosixPath
+    """The workspace as commands see it."""
+
+    def spawn(
+        self, command: str, cwd: PurePosixPath, env: Mapping[str, str], report_fd: int
+    ) -> Spawn: ...
+
+
+class BubblewrapSandbox:
+    """Commands under bubblewrap (see the module docstring)."""
+
+    root = GUEST_WORKSPACE
+
+    def __init__(
+        self,
+        workspace: Path,
+        limits: ShellLimits,
+        *,
+        network: bool,
+        run_as: int | None,
+        bwrap: str | None = None,
+    ) -> None:
+        self.workspace = workspace
+        self.limits = limits
+        self.network = network
+        self.run_as = run_as
+        """Host uid (and gid) to start bwrap as, when the sidecar is root."""
+        found = bwrap or shutil.which("bwrap")
+        if found is None:
+            raise FileNotFoundError("bwrap")
+        self.bwrap = found
+        self.git_paths = [path for path in GIT_BINARIES if Path(path).is_file()]
+        self._fixed = self._fixed_arguments()
+
+    def _fixed_arguments(self) -> list[str]:
+        args = [
+            self.bwrap, "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--hostname", "toolcage", "--die-with-parent", "--new-session", "--disable-userns",
+            "--ro-bind", "/usr", "/usr",
+        ]  # fmt: skip
+        if not self.network:
+            args.append("--unshare-net")
+        for name in _TOP_LEVEL:
+            host = Path("/") / name
+            if host.is_symlink():
+                args += ["--symlink", os.readlink(host), str(host)]
+            elif host.is_dir():
+                args += ["--ro-bind", str(host), str(host)]
+        for name in (*_ETC, *(_ETC_NETWORK if self.network else ())):
+            args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        args += [
+            "--proc", "/proc", "--dev", "/dev",
+            "--size", str(self.limits.tmp_bytes), "--perms", "1777", "--tmpfs", "/tmp",  # noqa: S108
+            "--bind", str(self.workspace), str(GUEST_WORKSPACE),
+        ]  # fmt: skip
+        if self.git_paths:
+            args += ["--ro-bind", self.git_paths[0], "/run/toolcage/git"]
+        return args
+
+    def spawn(
+        self, command: str, cwd: PurePosixPath, env: Mapping[str, str], report_fd: int
+    ) -> Spawn:
+        data: list[tuple[int, bytes]] = []
+        args = list(self._fixed)
+        files: list[tuple[str, bytes, str | None]] = [
+            ("/etc/passwd", _PASSWD, None),
+            ("/etc/group", _GROUP, None),
+        ]
+        # the guard stands in for git wherever git is found: on PATH and in its exec path,
+        # through which git runs git again (for submodules, say) and its dashed builtins
+        files += [(path, GIT_GUARD.encode(), "0755") for path in self.git_paths]
+        for dest, content, perms in files:
+            read_fd, write_fd = os.pipe()
+            data.append((write_fd, content))
+            if perms:
+                args += ["--perms", perms]
+            args += ["--ro-bind-data", str(read_fd), dest]
+        args += [
+            "--chdir", str(GUEST_WORKSPACE), "--", BASH, "--noprofile", "--norc", "-c",
+            prelude(self.limits, root=str(GUEST_WORKSPACE), report_fd=report_fd),
+            "toolcage", command, str(GUEST_WORKSPACE / cwd),
+        ]  # fmt: skip
+        read_fds = [int(args[i + 1]) for i, a in enumerate(args) if a == "--ro-bind-data"]
+        return Spawn(
+            args,
+            dict(env),
+            pass_fds=[report_fd, *read_fds],
+            user=self.run_as,
+            group=self.run_as,
+            data=data,
+        )
+
+
+class UnsafeHostShell:
+    """Commands straight on the host, as the sidecar's user: no isolation at all.
+
+    For development only (``[shell] mode = "host"``); the sidecar logs a warning when it
+    starts this way. The policy and the limits still apply; nothing else does.
+    """
+
+    def __init__(self, workspace: Path, limits: ShellLimits) -> None:
+        self.workspace = workspace
+        self.limits = limits
+        self.root = PurePosixPath(workspace)
+
+    def spawn(
+        self, command: str, cwd: PurePosixPath, env: Mapping[str, str], report_fd: int
+    ) -> Spawn:
+        script = prelude(self.limits, root=str(self.workspace), report_fd=report_fd)
+        argv = [BASH, "--noprofile", "--norc", "-c", script, "toolcage", command]
+        argv.append(str(self.workspace / cwd))
+        return Spawn(argv, dict(env), cwd=str(self.workspace), pass_fds=[report_fd])
+
+
+_PASSWD = (
+    b"root:x:0:0:root:/root:/usr/sbin/nologin\n"
+    b"sandbox:x:1000:1000:toolcage sandbox:/tmp:/bin/bash\n"
+    b"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+)
+_GROUP = b"root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n"

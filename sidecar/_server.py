@@ -1,0 +1,254 @@
+"""The daemon's socket: a private directory, peer checks, frames in, responses out.
+
+The socket lives in a directory only the daemon's user can enter (``0700``, refused if it
+is anyone else's or open to others) and is itself ``0600``; on top of that every
+connection's peer uid is read with ``SO_PEERCRED`` and compared with the allowed ones
+before a byte of it is parsed. A connection then speaks :mod:`._protocol`; a protocol
+error is answered with an error frame, and nothing a peer sends ends the daemon.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import stat
+import struct
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import SocketAttribute, SocketStream, TaskStatus
+
+from ._protocol import PROTOCOL, VERSION, FrameStream, ProtocolError, error
+from ._service import ServiceError, ShellService
+
+logger = logging.getLogger("toolcage.sidecar")
+
+HELLO_SECONDS = 10.0
+MAX_COMMAND_BYTES = 100 * 1024
+"""Linux caps one argument at 128 KiB; the command travels as one."""
+_CRED = struct.Struct("3i")
+
+Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+class SocketSetupError(RuntimeError):
+    """The socket path is unsafe or taken."""
+
+
+def prepare_socket_path(path: Path) -> None:
+    """Make sure ``path``'s directory is private to us and no live socket is there."""
+    directory = path.parent
+    if not directory.exists():
+        directory.mkdir(mode=0o700, parents=True)
+    info = os.lstat(directory)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise SocketSetupError(f"{directory} is not a directory")
+    if info.st_uid != os.getuid():
+        raise SocketSetupError(f"{directory} belongs to uid {info.st_uid}, not to us")
+    if info.st_mode & 0o077:
+        raise SocketSetupError(
+            f"{directory} is open to other users (mode {stat.S_IMODE(info.st_mode):o}); "
+            "the socket needs a private (0700) directory"
+        )
+    try:
+        existing = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(existing.st_mode):
+        raise SocketSetupError(f"{path} exists and is not a socket")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        path.unlink()  # a stale socket from a daemon that died
+    else:
+        raise SocketSetupError(f"another sidecar is listening on {path}")
+    finally:
+        probe.close()
+
+
+def peer_uid(stream: SocketStream) -> int:
+    raw = stream.extra(SocketAttribute.raw_socket)  # noqa: S610 - anyio's typed attributes
+    creds = raw.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size)
+    _, uid, _ = _CRED.unpack(creds)
+    return int(uid)
+
+
+class SidecarServer:
+    """Serves one :class:`ShellService` on a Unix socket."""
+
+    def __init__(
+        self,
+        service: ShellService,
+        socket_path: Path,
+        *,
+        allowed_uids: frozenset[int],
+        mode: str,
+    ) -> None:
+        self.service = service
+        self.socket_path = socket_path
+        self.allowed_uids = allowed_uids
+        self.mode = mode
+        self.ops: dict[str, Handler] = {
+            "ping": self._ping,
+            "open": self._open,
+            "close": self._close,
+            "exec": self._exec,
+            "poll": self._poll,
+            "kill": self._kill,
+        }
+
+    async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        prepare_socket_path(self.socket_path)
+        old_umask = os.umask(0o177)
+        try:
+            listener = await anyio.create_unix_listener(self.socket_path, mode=0o600)
+        finally:
+            os.umask(old_umask)
+        try:
+            async with listener, anyio.create_task_group() as tg:
+                self.service.jobs_group = tg
+                task_status.started()
+                await listener.serve(self._connection, task_group=tg)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.service.shutdown()
+            with contextlib.suppress(FileNotFoundError):
+                self.socket_path.unlink()
+
+    async def _connection(self, stream: SocketStream) -> None:
+        try:
+            await self._converse(stream)
+        except Exception:  # a connection's failure never ends the daemon
+            logger.exception("connection failed")
+
+    async def _converse(self, stream: SocketStream) -> None:
+        async with stream:
+            frames = FrameStream(stream)
+            uid = peer_uid(stream)
+            if uid not in self.allowed_uids:
+                logger.warning("refused a connection from uid %d", uid)
+                await _send(frames, error("forbidden", f"peer uid {uid} is not allowed"))
+                return
+            if not await self._handshake(frames):
+                return
+            async with anyio.create_task_group() as requests:
+                while True:
+                    try:
+                        message = await frames.receive()
+                    except ProtocolError as exc:
+                        await _send(frames, error(exc.code, exc.message))
+                        if exc.fatal:
+                            break
+                        continue
+                    if message is None:
+                        break
+                    requests.start_soon(self._dispatch, frames, message)
+                # the client is gone: whatever it was waiting for is killed
+                requests.cancel_scope.cancel()
+
+    async def _handshake(self, frames: FrameStream) -> bool:
+        try:
+            with anyio.fail_after(HELLO_SECONDS):
+                first = await frames.receive()
+        except TimeoutError:
+            await _send(frames, error("bad_hello", "no hello frame in time"))
+            return False
+        except ProtocolError as exc:
+            await _send(frames, error(exc.code, exc.message))
+            return False
+        if first is None:
+            return False
+        if first.get("type") != "hello" or first.get("protocol") != PROTOCOL:
+            await _send(frames, error("bad_hello", f"expected a {PROTOCOL!r} hello frame"))
+            return False
+        if first.get("version") != VERSION:
+            message = f"protocol version {first.get('version')!r} is not supported"
+            await _send(frames, error("unsupported_version", f"{message} (this is {VERSION})"))
+            return False
+        reply = {"type": "hello", "version": VERSION, "pid": os.getpid(), "mode": self.mode}
+        return await _send(frames, reply)
+
+    async def _dispatch(self, frames: FrameStream, message: dict[str, Any]) -> None:
+        request_id = message.get("id")
+        try:
+            if not isinstance(request_id, int) or isinstance(request_id, bool):
+                request_id = None
+                raise ServiceError("bad_request", "a request needs an integer 'id'")
+            handler = self.ops.get(str(message.get("op")))
+            if handler is None:
+                raise ServiceError("unknown_op", f"unknown op {message.get('op')!r}")
+            response = {"id": request_id, "ok": True, **await handler(message)}
+        except ServiceError as exc:
+            response = error(exc.code, exc.message, request_id)
+        except Exception as exc:
+            logger.exception("request %r failed", message.get("op"))
+            response = error("internal", f"{type(exc).__name__}: {exc}", request_id)
+        await _send(frames, response)
+
+    # -- operations -----------------------------------------------------------------------
+
+    async def _ping(self, message: dict[str, Any]) -> dict[str, Any]:
+        return {"sessions": len(self.service.sessions), "jobs": len(self.service.jobs)}
+
+    async def _open(self, message: dict[str, Any]) -> dict[str, Any]:
+        session, created = self.service.open(_text(message, "session", 256))
+        return {"cwd": self.service.guest_cwd(session), "created": created}
+
+    async def _close(self, message: dict[str, Any]) -> dict[str, Any]:
+        await self.service.close(_text(message, "session", 256))
+        return {}
+
+    async def _exec(self, message: dict[str, Any]) -> dict[str, Any]:
+        limits = self.service.limits
+        session = _text(message, "session", 256)
+        command = _text(message, "command", MAX_COMMAND_BYTES)
+        output_bytes = int(
+            _number(message, "output_bytes", limits.output_bytes, 1, limits.output_bytes)
+        )
+        if message.get("background", False) is True:
+            return await self.service.start_job(session, command, output_bytes)
+        timeout = _number(message, "timeout", limits.timeout, 0.001, limits.max_timeout)
+        return await self.service.exec(session, command, timeout, output_bytes)
+
+    async def _poll(self, message: dict[str, Any]) -> dict[str, Any]:
+        wait = _number(message, "wait", 0.0, 0.0, 60.0)
+        session = _text(message, "session", 256)
+        return await self.service.poll(_text(message, "job", 64), session, wait)
+
+    async def _kill(self, message: dict[str, Any]) -> dict[str, Any]:
+        session = _text(message, "session", 256)
+        return await self.service.kill(_text(message, "job", 64), session)
+
+
+async def _send(frames: FrameStream, message: dict[str, Any]) -> bool:
+    try:
+        try:
+            await frames.send(message)
+        except ValueError as exc:  # larger than a frame may be
+            await frames.send(error("response_too_large", str(exc), message.get("id")))
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        return False
+    return True
+
+
+def _text(message: dict[str, Any], key: str, limit: int) -> str:
+    value = message.get(key)
+    if not isinstance(value, str) or not value or len(value.encode()) > limit:
+        raise ServiceError(
+            "bad_request", f"{key!r} must be a non-empty string of at most {limit} bytes"
+        )
+    if "\x00" in value:
+        raise ServiceError("bad_request", f"{key!r} must not contain NUL")
+    return value
+
+
+def _number(message: dict[str, Any], key: str, default: float, low: float, high: float) -> float:
+    value = message.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise ServiceError("bad_request", f"{key!r} must be a number from {low:g} to {high:g}")
+    return float(value)

@@ -1,0 +1,148 @@
+"""The daemon's pieces on their own: output keepers, the end-of-command report, sessions."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePosixPath
+
+import pytest
+from toolcage.policies import ShellLimits
+from toolcage.sidecar._output import HeadTail, Ring
+from toolcage.sidecar._process import parse_report
+from toolcage.sidecar._sandbox import GIT_GUARD, BubblewrapSandbox, UnsafeHostShell, prelude
+from toolcage.sidecar._service import ServiceError, ShellService
+
+
+class TestHeadTail:
+    def test_small_output_is_kept_whole(self) -> None:
+        keeper = HeadTail(100)
+        for chunk in (b"hello ", b"world", b"\n"):
+            keeper.feed(chunk)
+        assert keeper.text() == "hello world\n"
+        assert keeper.dropped == 0
+
+    def test_exactly_the_limit_is_kept_whole(self) -> None:
+        keeper = HeadTail(10)
+        keeper.feed(b"0123456789")
+        assert keeper.text() == "0123456789"
+
+    def test_a_flood_keeps_head_and_tail(self) -> None:
+        keeper = HeadTail(10)
+        for i in range(1000):
+            keeper.feed(str(i % 10).encode() * 7)
+        assert keeper.total == 7000
+        assert keeper.dropped == 6990
+        text = keeper.text()
+        assert text.startswith("00000")
+        assert text.endswith("99999")
+        assert "[... 6990 bytes of output dropped ...]" in text
+
+    def test_broken_utf8_is_replaced_not_fatal(self) -> None:
+        keeper = HeadTail(5)  # the tail starts in the middle of a character
+        keeper.feed("ééé".encode())
+        assert "\ufffd" in keeper.text()
+
+
+class TestRing:
+    def test_takes_only_what_is_new(self) -> None:
+        ring = Ring(100)
+        ring.feed(b"one\n")
+        assert ring.take() == ("one\n", 0)
+        assert not ring.pending
+        ring.feed(b"two\n")
+        assert ring.pending
+        assert ring.take() == ("two\n", 0)
+        assert ring.take() == ("", 0)
+
+    def test_counts_what_was_lost(self) -> None:
+        ring = Ring(8)
+        ring.feed(b"a" * 20)
+        ring.feed(b"b" * 5)
+        text, dropped = ring.take()
+        assert text == "aaabbbbb"
+        assert dropped == 17
+
+
+class TestReport:
+    def test_cwd_and_environment(self) -> None:
+        report = parse_report(b"cwd\0/workspace/a\0env\0A\0x\0env\0B\0multi\nline\0")
+        assert report is not None
+        assert report.cwd == "/workspace/a"
+        assert report.env == {"A": "x", "B": "multi\nline"}
+
+    @pytest.mark.parametrize(
+        "data", [b"", b"cwd\0/x", b"bogus\0x\0", b"env\0A\0", b"cwd\0\xff\0", b"x" * (300 * 1024)]
+    )
+    def test_anything_odd_is_ignored(self, data: bytes) -> None:
+        assert parse_report(data) is None
+
+
+class TestSessions:
+    def service(self, tmp_path: Path, sessions: int = 3) -> ShellService:
+        limits = ShellLimits(sessions=sessions)
+        return ShellService(UnsafeHostShell(tmp_path, limits), limits)
+
+    def test_the_least_recently_used_idle_session_goes_first(self, tmp_path: Path) -> None:
+        service = self.service(tmp_path)
+        for name in ("a", "b", "c"):
+            service.open(name)
+        service.open("a")  # used again: now b is the oldest
+        service.open("d")
+        assert list(service.sessions) == ["c", "a", "d"]
+
+    def test_sessions_with_jobs_are_kept(self, tmp_path: Path) -> None:
+        service = self.service(tmp_path, sessions=2)
+        service.open("a")[0].jobs.add("job-1")
+        service.open("b")[0].jobs.add("job-2")
+        with pytest.raises(ServiceError, match="running jobs"):
+            service.open("c")
+
+    def test_carried_state_stays_inside_and_unprotected(self, tmp_path: Path) -> None:
+        service = self.service(tmp_path)
+        session, _ = service.open("s")
+        service._carry(session, f"{tmp_path}/sub/dir", {"A": "1", "PATH": "/x", "LD_AUDIT": "y"})
+        assert session.cwd == PurePosixPath("sub/dir")
+        assert session.env == {"A": "1"}
+        service._carry(session, "/etc", {})
+        assert session.cwd == PurePosixPath("sub/dir")
+        service._carry(session, f"{tmp_path}/../outside", {})
+        assert session.cwd == PurePosixPath("sub/dir")
+
+
+class TestSandboxCommandLine:
+    def test_the_bwrap_command_line(self, tmp_path: Path) -> None:
+        sandbox = BubblewrapSandbox(tmp_path, ShellLimits(), network=False, run_as=65534)
+        spawn = sandbox.spawn("echo hi", PurePosixPath("sub"), {"A": "1"}, 9)
+        argv = spawn.argv
+        for flag in ("--unshare-pid", "--unshare-net", "--die-with-parent", "--new-session"):
+            assert flag in argv
+        assert argv[argv.index("--bind") + 1 : argv.index("--bind") + 3] == [
+            str(tmp_path),
+            "/workspace",
+        ]
+        assert argv[-3:] == ["toolcage", "echo hi", "/workspace/sub"]
+        assert "echo hi" not in argv[-4]  # the command is an argument, never script text
+        assert spawn.user == 65534
+        assert 9 in spawn.pass_fds
+        for fd, _ in spawn.data:
+            os.close(fd)
+        for fd in spawn.pass_fds:
+            if fd != 9:
+                os.close(fd)
+
+    def test_network_can_be_shared(self, tmp_path: Path) -> None:
+        sandbox = BubblewrapSandbox(tmp_path, ShellLimits(), network=True, run_as=None)
+        assert "--unshare-net" not in sandbox._fixed
+
+    def test_the_prelude_applies_every_limit(self) -> None:
+        limits = ShellLimits(processes=99, cpu_seconds=7, file_bytes=2048, memory_bytes=2**30)
+        script = prelude(limits, root="/workspace", report_fd=5)
+        assert "-u 99 -t 7" in script
+        assert f"-v {2**30 // 1024} -f 2" in script
+        assert 'eval "$__tc_command" 5>&-' in script
+
+    def test_the_git_guard_forces_safe_settings(self) -> None:
+        assert "core.hooksPath" in GIT_GUARD
+        assert "core.fsmonitor" in GIT_GUARD
+        assert "GIT_CONFIG_NOSYSTEM=1" in GIT_GUARD
+        assert GIT_GUARD.rstrip().endswith('exec -a "$name" /run/toolcage/git "$@"')
