@@ -27,7 +27,7 @@ SCRIPT: list[tuple[str, dict[str, Any], str]] = [
     ),
     (
         "file_edit",
-        {"path": "/workspace/demo/hello.md", "old": "says hi", "new": "says hello"},
+        {"path": "/workspace/demo/hello.md", "old_string": "says hi", "new_string": "says hello"},
         "edit it in place",
     ),
     ("file_read", {"path": "/workspace/demo/hello.md"}, "read it back"),
@@ -37,7 +37,7 @@ SCRIPT: list[tuple[str, dict[str, Any], str]] = [
     ("file_read", {"path": "/etc/shadow"}, "a path outside every mount: refused"),
     ("file_write", {"path": "/workspace/x.txt", "content": 42}, "a wrong type: validation"),
     ("get_current_time", {"timezone": "Europe/Paris"}, "the host clock, in a guest"),
-    ("shell_exec", {"command": "echo hello from the sandbox && pwd"}, "a shell command, approved"),
+    ("shell_exec", {"command": "pwd && cat demo/hello.md"}, "a shell command, approved"),
     ("shell_exec", {"command": "cat /etc/shadow; curl http://example.com"}, "refused by policy"),
     ("no_such_tool", {}, "an unknown tool"),
 ]
@@ -50,13 +50,13 @@ def _approve(request: ApprovalRequest) -> Approval:
 
 async def main() -> None:
     async with Runtime.from_config(None, approval=CallbackApproval(_approve)) as runtime:
+        missing = {name for name, _, _ in SCRIPT if name not in runtime.registry} - {"no_such_tool"}
+        if missing:
+            raise SystemExit(f"toolcage demo: tools missing from this build: {sorted(missing)}")
         print("toolcage demo — tools on the default config:")
         for row in runtime.registry.listing():
             print(f"  {row.name:<18} {row.safety_tier.value:<14} {row.description}")
         for name, arguments, why in SCRIPT:
-            if name not in runtime.registry and name != "no_such_tool":
-                print(f"\n-- {name}: not available in this build, skipped")
-                continue
             print(f"\n-- {why}\n   call {name} {json.dumps(arguments)}")
             result = await runtime.execute(name, arguments)
             envelope = json.dumps(result.envelope(), ensure_ascii=False, indent=2)
