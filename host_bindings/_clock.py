@@ -23,19 +23,13 @@ from typing import Any
 import wasmtime
 
 from ._abi import (
-    I32,
     AbiError,
     GuestError,
-    PendingResults,
-    call_state,
     failed,
-    guarded,
     module_name,
     ok,
-    parse_request,
 )
-from ._memory import read_bytes
-from ._results import define_result
+from ._results import define_json_call
 
 
 def host_timezone() -> str:
@@ -89,20 +83,12 @@ class ClockBinding:
 
     name = "clock"
 
-    def __init__(self) -> None:
-        self._pending = PendingResults()
-
     def define(self, linker: wasmtime.Linker) -> None:
-        module = module_name(self.name)
+        define_json_call(linker, module_name(self.name), "now", lambda _, req: _now(req))
 
-        @guarded
-        def now(caller: wasmtime.Caller, ptr: int, length: int) -> int:
-            state = call_state()
-            req = parse_request(read_bytes(caller, ptr, length)) if length else {}
-            zone = req.get("timezone")
-            if zone is not None and not isinstance(zone, str):
-                raise GuestError(AbiError.INVALID)
-            return self._pending.put(state, now_in(zone))
 
-        linker.define_func(module, "now", wasmtime.FuncType([I32, I32], [I32]), now, True)
-        define_result(linker, module, self._pending)
+def _now(request: dict[str, Any]) -> dict[str, Any]:
+    zone = request.get("timezone")
+    if zone is not None and not isinstance(zone, str):
+        raise GuestError(AbiError.INVALID)
+    return now_in(zone)

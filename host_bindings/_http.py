@@ -25,20 +25,14 @@ import wasmtime
 from toolcage.policies import EgressPolicy
 
 from ._abi import (
-    I32,
     AbiError,
     GuestError,
-    PendingResults,
-    call_state,
     failed,
-    guarded,
     module_name,
     ok,
-    parse_request,
 )
 from ._http_client import EgressClient, HttpFailure, HttpResponse
-from ._memory import read_bytes
-from ._results import define_result
+from ._results import define_json_call
 
 # Framing and routing headers are the client's to set: a guest choosing them could
 # desynchronise the connection (smuggling) or mislabel where the request goes.
@@ -57,23 +51,18 @@ class HttpBinding:
 
     def __init__(self, client: EgressClient) -> None:
         self._client = client
-        self._pending = PendingResults()
 
     @classmethod
     def from_policy(cls, policy: EgressPolicy) -> HttpBinding:
         return cls(EgressClient(policy))
 
     def define(self, linker: wasmtime.Linker) -> None:
-        module = module_name(self.name)
-
-        @guarded
-        def request(caller: wasmtime.Caller, ptr: int, length: int) -> int:
-            state = call_state()
-            req = parse_request(read_bytes(caller, ptr, length))
-            return self._pending.put(state, self.perform(state.tool_name, req, state.deadline))
-
-        linker.define_func(module, "request", wasmtime.FuncType([I32, I32], [I32]), request, True)
-        define_result(linker, module, self._pending)
+        define_json_call(
+            linker,
+            module_name(self.name),
+            "request",
+            lambda state, req: self.perform(state.tool_name, req, state.deadline),
+        )
 
     def perform(self, tool: str, req: dict[str, Any], deadline: float) -> dict[str, Any]:
         """Run one decoded request; every outcome is a result object."""

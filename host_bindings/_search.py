@@ -21,20 +21,14 @@ import wasmtime
 from toolcage.policies import EgressPolicy, WebSearchConfig
 
 from ._abi import (
-    I32,
     AbiError,
     GuestError,
-    PendingResults,
-    call_state,
     failed,
-    guarded,
     module_name,
     ok,
-    parse_request,
 )
 from ._http_client import EgressClient, HttpFailure
-from ._memory import read_bytes
-from ._results import define_result
+from ._results import define_json_call
 
 NOT_CONFIGURED = (
     "no web search provider is configured; set [egress.web_search] provider = "
@@ -50,23 +44,18 @@ class SearchBinding:
     def __init__(self, client: EgressClient, config: WebSearchConfig) -> None:
         self._client = client
         self._config = config
-        self._pending = PendingResults()
 
     @classmethod
     def from_policy(cls, policy: EgressPolicy) -> SearchBinding:
         return cls(EgressClient(policy), policy.web_search)
 
     def define(self, linker: wasmtime.Linker) -> None:
-        module = module_name(self.name)
-
-        @guarded
-        def query(caller: wasmtime.Caller, ptr: int, length: int) -> int:
-            state = call_state()
-            req = parse_request(read_bytes(caller, ptr, length))
-            return self._pending.put(state, self.search(state.tool_name, req, state.deadline))
-
-        linker.define_func(module, "query", wasmtime.FuncType([I32, I32], [I32]), query, True)
-        define_result(linker, module, self._pending)
+        define_json_call(
+            linker,
+            module_name(self.name),
+            "query",
+            lambda state, req: self.search(state.tool_name, req, state.deadline),
+        )
 
     def search(self, tool: str, req: dict[str, Any], deadline: float) -> dict[str, Any]:
         """Run one query against the configured provider."""
