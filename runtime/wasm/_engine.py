@@ -15,6 +15,8 @@ import warnings
 import wasmtime
 from wasmtime import _ffi as ffi
 
+from ._affinity import GuestCpu
+
 TICK = 0.005
 """Seconds between epoch ticks: the resolution at which a running guest is stopped."""
 
@@ -31,16 +33,18 @@ class WasmEngine:
             module = wasmtime.Module(engine.engine, wasm_bytes)
     """
 
-    def __init__(self, *, max_memory_bytes: int = 256 << 20) -> None:
+    def __init__(self, *, max_memory_bytes: int = 256 << 20, one_cpu: bool = True) -> None:
         config = wasmtime.Config()
         config.epoch_interruption = True
         # A guest gets a fresh instance per call; copy-on-write initial memory keeps that cheap.
         config.memory_init_cow = True
         _use_pooling_allocator(config, max_memory_bytes)
         self.engine = wasmtime.Engine(config)
+        """The wasmtime engine every module of this runtime is compiled for."""
         self.settings = f"epoch,cow,pooling:{max_memory_bytes}"
         """The settings that compiled code depends on (part of the compile cache's key)."""
-        """The wasmtime engine every module of this runtime is compiled for."""
+        self.guest_cpu = GuestCpu(one_cpu)
+        """Where guest calls run (see :mod:`._affinity`)."""
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
         self._lock = threading.Lock()

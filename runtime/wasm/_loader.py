@@ -18,7 +18,10 @@ DEFAULT_OUTPUT_BYTES = 1 << 20
 
 def wasm_builtins(config: ToolcageConfig, stack: AsyncExitStack) -> list[Tool]:
     """One :class:`WasmTool` per declared guest tool; the engine is closed with ``stack``."""
-    engine = WasmEngine(max_memory_bytes=max([DEFAULT_MEMORY_BYTES, *_memory_overrides(config)]))
+    engine = WasmEngine(
+        max_memory_bytes=max([DEFAULT_MEMORY_BYTES, *_memory_overrides(config)]),
+        one_cpu=config.limits.guests_on_one_cpu,
+    )
 
     # Joins the runtime's exit stack only once a guest ran (the ticker thread started), so
     # a runtime that never ran one holds nothing to close.

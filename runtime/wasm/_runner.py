@@ -10,7 +10,8 @@ wasmtime's file-operation threads, ~0.1 ms), no environment, and stdout/stderr c
 with a cap.
 
 The guest runs in a worker thread (:func:`anyio.to_thread.run_sync`) so the event loop
-never blocks and independent calls run in parallel. When the awaiting task is cancelled the
+never blocks and independent calls run in parallel, pinned for the call to the engine's
+guest CPU (:mod:`._affinity`). When the awaiting task is cancelled the
 guest is stopped at the next epoch tick and the cancellation waits for it, so nothing keeps
 running unobserved.
 """
@@ -131,7 +132,8 @@ class WasmToolRunner:
 
         def work() -> GuestRun:
             try:
-                return self._run_sync(name, pre, arguments, mounts, limits, control, state)
+                with self.engine.guest_cpu.pinned():
+                    return self._run_sync(name, pre, arguments, mounts, limits, control, state)
             finally:
                 done.set()
 
@@ -158,7 +160,9 @@ class WasmToolRunner:
         pre = self.prepare(name, bindings)
         self._start()
         control = CallControl(time.monotonic() + limits.timeout)
-        return outcome(self._run_sync(name, pre, arguments, mounts, limits, control, state))
+        with self.engine.guest_cpu.pinned():
+            run = self._run_sync(name, pre, arguments, mounts, limits, control, state)
+        return outcome(run)
 
     def _start(self) -> None:
         if self.engine.start() and self._on_start is not None:
