@@ -80,6 +80,27 @@ class AgentConfig(_Section):
     """The tools this agent may call; every other tool is ``not_found`` for it."""
 
 
+class LoopLimits(_Section):
+    """The ``[loop]`` section: budgets of one agent turn (``run_turn``)."""
+
+    max_rounds: int = Field(25, gt=0)
+    """Model calls per turn."""
+    max_total_tokens: int | None = Field(None, gt=0)
+    """Input plus output tokens per turn (as the provider reports them); unset: no limit."""
+    max_validation_retries: int = Field(2, ge=0)
+    """Retries the model gets after a validation error before the error is surfaced."""
+    max_cost: float | None = Field(None, gt=0)
+    """Spend per turn, in the unit of the prices below; unset: no limit."""
+    input_price: float = Field(0.0, ge=0)
+    """Price of a million input tokens."""
+    output_price: float = Field(0.0, ge=0)
+    """Price of a million output tokens."""
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        """What this many tokens cost at these prices."""
+        return (input_tokens * self.input_price + output_tokens * self.output_price) / 1e6
+
+
 class ToolcageConfig(_Section):
     """The whole config file."""
 
@@ -88,6 +109,7 @@ class ToolcageConfig(_Section):
     approval: ApprovalConfig = ApprovalConfig()
     tools: dict[str, ToolOverride] = {}
     agents: dict[str, AgentConfig] = {}
+    loop: LoopLimits = LoopLimits()
     shell: ShellConfig = ShellConfig()
     egress: EgressConfig = EgressConfig()
     mounts: MountsConfig = MountsConfig()

@@ -1,5 +1,7 @@
 """toolcage's runtime: the tool model, the pipeline every call takes, and the embedding API."""
 
+from toolcage.policies import LoopLimits
+
 from ._accumulator import ToolCallAccumulator
 from ._approval import Approval, ApprovalPolicy, ApprovalRequest, CallbackApproval
 from ._decorator import FunctionTool, tool
@@ -24,7 +26,7 @@ from ._hooks import (
     ToolExecutionStart,
     ToolExecutionUpdate,
 )
-from ._loop import LoopLimits, StopReason, TurnResult, run_turn
+from ._loop import StopReason, TurnResult, run_turn
 from ._model_client import HttpModelClient, ModelAPIError, ModelClient
 from ._registry import ToolInfo, ToolRegistry
 from ._result import ContentBlock, ImageContent, TextContent, ToolResult

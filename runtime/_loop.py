@@ -18,6 +18,9 @@ Validation-retry. A ``validation_error`` goes back to the model with the failing
 the tool's schema, so it can correct the call. When the same tool fails validation again
 after ``max_validation_retries`` retries, the turn stops with
 :attr:`StopReason.VALIDATION_FAILED` and the error in :attr:`TurnResult.error`.
+
+Budgets (rounds, tokens, cost, validation retries) come from the config's ``[loop]`` section
+(:class:`~toolcage.policies.LoopLimits`) unless the call passes its own ``limits``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 import anyio
+from toolcage.policies import LoopLimits
 
 from ._errors import ErrorKind, ToolCancelledError, ToolError, ToolNotFoundError
 from ._model_client import ModelClient
@@ -64,30 +68,6 @@ class StopReason(enum.StrEnum):
     """The host aborted the turn."""
     VALIDATION_FAILED = "validation_failed"
     """A call kept failing validation; see :attr:`TurnResult.error`."""
-
-
-@dataclass(frozen=True, slots=True)
-class LoopLimits:
-    """Budgets of one turn."""
-
-    max_rounds: int = 25
-    """Model calls per turn."""
-    max_total_tokens: int | None = None
-    """Input plus output tokens per turn (as the provider reports them); ``None``: no limit."""
-    max_validation_retries: int = 2
-    """Retries the model gets after a validation error before the error is surfaced."""
-    max_cost: float | None = None
-    """Spend per turn, in the unit of the prices below; ``None``: no limit."""
-    input_price: float = 0.0
-    """Price of a million input tokens."""
-    output_price: float = 0.0
-    """Price of a million output tokens."""
-
-    def cost(self, usage: Usage) -> float:
-        """What ``usage`` costs at these prices."""
-        return (
-            usage.input_tokens * self.input_price + usage.output_tokens * self.output_price
-        ) / 1e6
 
 
 @dataclass(slots=True)
@@ -127,7 +107,7 @@ async def run_turn(
 ) -> TurnResult:
     """Run the model and its tool calls until it answers (see the module docstring)."""
     ctx = context or DEFAULT_CONTEXT
-    limits = limits or LoopLimits()
+    limits = limits or runtime.config.loop
     abort = abort or anyio.Event()
     decls = list(tools) if tools is not None else runtime.registry.declarations(ctx.agent_id)
     turn = TurnResult(list(messages), StopReason.COMPLETED)
@@ -148,7 +128,7 @@ async def run_turn(
         turn.round_usage.append(response.usage)
         if response.usage is not None:
             turn.usage += response.usage
-            turn.cost += limits.cost(response.usage)
+            turn.cost += limits.cost(response.usage.input_tokens, response.usage.output_tokens)
         turn.messages.append(response.message)
         turn.text = response.message.text
         calls = response.message.calls

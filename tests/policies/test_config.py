@@ -37,6 +37,13 @@ class TestLoadConfig:
             load_config(write(tmp_path, "[limits]\ntruncate_bytes = -1\n"))
         assert "limits.truncate_bytes: Input should be greater than 0 (got -1)" in str(info.value)
 
+    def test_loop_budgets(self, tmp_path: Path) -> None:
+        config = load_config(write(tmp_path, "[loop]\nmax_rounds = 4\nmax_cost = 0.5\n"))
+        assert (config.loop.max_rounds, config.loop.max_cost) == (4, 0.5)
+        assert config.loop.max_validation_retries == 2
+        with pytest.raises(ConfigError, match=r"loop\.max_rounds: Input should be greater than 0"):
+            load_config(write(tmp_path, "[loop]\nmax_rounds = 0\n"))
+
     def test_nested_tool_key_path(self, tmp_path: Path) -> None:
         with pytest.raises(
             ConfigError, match=r"tools\.file_read\.timeout: Input should be a valid"

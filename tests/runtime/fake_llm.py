@@ -28,6 +28,10 @@ class Reply:
     calls: Sequence[tuple[str, str, str]] = ()
     stall: float = 0.0
     """Seconds the server waits before the body (streams: after the first event)."""
+    status: int = 200
+    """Another status answers with the provider's error body instead."""
+    retry_after: str | None = None
+    """The ``Retry-After`` header sent with an error status."""
 
 
 @dataclass
@@ -280,6 +284,20 @@ RENDER = {
     "gemini": (gemini_json, gemini_sse),
 }
 
+
+def error_body(provider: str, status: int) -> dict[str, Any]:
+    """The error document each provider sends with an error status."""
+    message = "Rate limit reached" if status == 429 else "The server is overloaded"
+    if provider == "anthropic":
+        kind = "rate_limit_error" if status == 429 else "overloaded_error"
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    if provider == "gemini":
+        state = "RESOURCE_EXHAUSTED" if status == 429 else "UNAVAILABLE"
+        return {"error": {"code": status, "message": message, "status": state}}
+    kind = "rate_limit_exceeded" if status == 429 else "server_error"
+    return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
+
+
 PATHS = {
     "openai_chat": "/v1/chat/completions",
     "openai_responses": "/v1/responses",
@@ -316,6 +334,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         model.requests.append(Recorded(self.path, headers, body, time.monotonic()))
         model.requested.set()
         reply, n = model.next_reply(), len(model.requests)
+        if reply.status != 200:
+            extra = {"Retry-After": reply.retry_after} if reply.retry_after is not None else {}
+            self._send(reply.status, error_body(model.provider, reply.status), extra)
+            return
         to_json, to_sse = RENDER[model.provider]
         wants_stream = bool(body.get("stream")) or self.path.endswith("alt=sse")
         if not wants_stream:
@@ -336,11 +358,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if number == 0:
                 time.sleep(reply.stall)
 
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
+    def _send(
+        self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 

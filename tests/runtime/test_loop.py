@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.to_thread
 import pytest
+from toolcage.policies import load_config
 from toolcage.runtime import (
     Block,
     HttpModelClient,
@@ -204,6 +207,17 @@ class TestLongChains:
         assert turn.stop is StopReason.MAX_ROUNDS
         assert harness.host.steps == [0, 1, 2]
         assert isinstance(turn.messages[-1], ToolResultsMessage)
+
+    async def test_the_operators_loop_section_sets_the_budget(
+        self, harness: Harness, tmp_path: Path
+    ) -> None:
+        (tmp_path / "toolcage.toml").write_text("[loop]\nmax_rounds = 2\n")
+        harness.model.script = [Reply("", [call(f"c{n}", "step", n=n)]) for n in range(10)]
+        config = load_config(tmp_path / "toolcage.toml")
+        async with Runtime(config, tools=harness.host.tools()) as runtime:
+            turn = await run_turn(harness.client, runtime, [UserMessage("Go.")])
+        assert turn.stop is StopReason.MAX_ROUNDS
+        assert harness.host.steps == [0, 1]
 
     async def test_token_budget_stops_the_turn(self, harness: Harness) -> None:
         harness.model.script = [Reply("", [call(f"c{n}", "step", n=n)]) for n in range(10)]
@@ -417,6 +431,59 @@ class TestModelErrors:
                 await run_turn(client, harness.runtime, [UserMessage("Go.")])
         assert caught.value.status == 401
         assert harness.model.requests == []
+
+    async def test_a_rate_limit_is_retried_after_the_servers_delay(self, harness: Harness) -> None:
+        harness.model.script = [
+            Reply(status=429, retry_after="0.2"),
+            Reply(status=503),
+            Reply("hi"),
+        ]
+        harness.client.backoff = 0.05
+        started = time.monotonic()
+        turn = await harness.turn()
+        assert turn.stop is StopReason.COMPLETED
+        assert len(harness.model.requests) == 3
+        assert time.monotonic() - started >= 0.25  # 0.2 s as asked, then 0.05 s of backoff
+
+    async def test_retries_end_with_the_last_error(self, harness: Harness) -> None:
+        harness.model.script = [Reply(status=503)] * 5
+        harness.client.backoff = 0.01
+        with pytest.raises(ModelAPIError, match="HTTP 503") as caught:
+            await harness.turn()
+        assert caught.value.status == 503
+        assert len(harness.model.requests) == 1 + harness.client.retries
+
+    async def test_a_client_error_is_not_retried(self, harness: Harness) -> None:
+        harness.model.script = [Reply(status=400), Reply("hi")]
+        with pytest.raises(ModelAPIError, match="HTTP 400"):
+            await harness.turn()
+        assert len(harness.model.requests) == 1
+
+    async def test_a_retry_after_beyond_the_cap_fails_at_once(self, harness: Harness) -> None:
+        harness.model.script = [Reply(status=429, retry_after="3600"), Reply("hi")]
+        with pytest.raises(ModelAPIError, match="HTTP 429") as caught:
+            await harness.turn()
+        assert caught.value.retry_after == 3600
+        assert len(harness.model.requests) == 1
+
+    async def test_an_endpoint_that_refuses_connections_is_retried_then_fails(self) -> None:
+        with socket.socket() as probe:  # a port that nothing listens on
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        async with (
+            Runtime.from_config(None) as runtime,
+            HttpModelClient.for_provider(
+                "openai_chat",
+                base_url=f"http://127.0.0.1:{port}/v1",
+                api_key="k",
+                model="m",
+                retries=2,
+                backoff=0.01,
+            ) as client,
+        ):
+            with pytest.raises(ModelAPIError, match="ConnectError") as caught:
+                await run_turn(client, runtime, [UserMessage("Go.")])
+        assert caught.value.retryable
 
     def test_an_unknown_provider_is_refused_by_name(self) -> None:
         with pytest.raises(ValueError, match="unknown provider 'openai'; known: anthropic"):
