@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+from toolcage.policies import load_config
+from toolcage.runtime import Runtime
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -53,3 +57,18 @@ class TestReadme:
             assert {k: v for k, v in got.items() if k != "duration_ms"} == {
                 k: v for k, v in expected.items() if k != "duration_ms"
             }
+
+
+class TestReadmeReference:
+    def test_the_config_example_is_a_valid_config(self, tmp_path: Path) -> None:
+        (example,) = blocks("toml")
+        (tmp_path / "toolcage.toml").write_text(example)
+        config = load_config(tmp_path / "toolcage.toml")
+        assert [area.guest for area in config.mounts.areas] == ["/workspace", "/reference"]
+        assert config.agents["reviewer"].tools == ("file_read", "file_list", "file_search")
+
+    def test_the_tool_table_names_every_built_in_tool(self) -> None:
+        table = README.read_text().split("## Built-in tools")[1].split("\n## ")[0]
+        named = set(re.findall(r"`([a-z_]+)`", table))
+        listed = {row.name for row in Runtime.from_config(None).registry.listing()}
+        assert listed <= named
