@@ -70,6 +70,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     for sub in (tools, call):
         sub.add_argument("--config", metavar="FILE", help="operator config (TOML)")
+    # Handed to the sidecar's own parser before this one runs; listed here for --help.
+    commands.add_parser("sidecar", help="run the shell daemon (toolcage sidecar --help)")
     return parser
 
 

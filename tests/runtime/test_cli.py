@@ -26,6 +26,12 @@ class TestCli:
         names = [row["name"] for row in json.loads(done.stdout)]
         assert "tool_output_read" in names
 
+    def test_the_sidecar_is_a_subcommand(self) -> None:
+        assert "sidecar" in toolcage("--help").stdout
+        done = toolcage("sidecar", "--help")
+        assert done.returncode == 0, done.stderr
+        assert "--socket" in done.stdout
+
     def test_tool_error_prints_envelope_and_exits_1(self) -> None:
         done = toolcage("call", "no_such_tool", "{}")
         assert done.returncode == 1
