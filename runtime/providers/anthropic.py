@@ -5,6 +5,11 @@ with an ``id`` and an ``input`` object; results are ``tool_result`` blocks (text
 image content, ``is_error``) that go back together in one user message. Streamed calls
 arrive as ``content_block_start`` (``tool_use``), ``input_json_delta`` fragments and
 ``content_block_stop``, keyed by the content-block index.
+
+Extended thinking (``thinking_budget``): the model's ``thinking`` and ``redacted_thinking``
+blocks must go back unchanged, signatures included, at the head of the assistant message
+whose tool calls they led to; they travel in :attr:`AssistantMessage.echo` under
+:data:`THINKING`.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ from .base import (
 )
 
 API_VERSION = "2023-06-01"
+THINKING = "anthropic_thinking"
+"""The :attr:`AssistantMessage.echo` key of a message's thinking blocks."""
+_THINKING_TYPES = ("thinking", "redacted_thinking")
 
 
 class AnthropicAdapter:
@@ -35,8 +43,10 @@ class AnthropicAdapter:
 
     name = "anthropic"
 
-    def __init__(self, max_tokens: int = 4096) -> None:
+    def __init__(self, max_tokens: int = 4096, thinking_budget: int | None = None) -> None:
         self.max_tokens = max_tokens
+        self.thinking_budget = thinking_budget
+        """Tokens the model may think for (extended thinking); ``None``: off."""
 
     def tool_definitions(self, tools: Sequence[FunctionDecl]) -> list[dict[str, Any]]:
         return [
@@ -50,7 +60,7 @@ class AnthropicAdapter:
             if isinstance(message, UserMessage):
                 out.append({"role": "user", "content": message.text})
             elif isinstance(message, AssistantMessage):
-                blocks: list[dict[str, Any]] = []
+                blocks: list[dict[str, Any]] = [dict(b) for b in message.echo.get(THINKING, ())]
                 if message.text:
                     blocks.append({"type": "text", "text": message.text})
                 blocks.extend(
@@ -74,6 +84,8 @@ class AnthropicAdapter:
             body["system"] = request.system
         if request.tools:
             body["tools"] = self.tool_definitions(request.tools)
+        if self.thinking_budget is not None:
+            body["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
         if stream:
             body["stream"] = True
         return body
@@ -87,8 +99,11 @@ class AnthropicAdapter:
     def parse_response(self, data: Mapping[str, Any]) -> ModelResponse:
         text: list[str] = []
         calls: list[ToolCall] = []
+        thinking: list[Mapping[str, Any]] = []
         for block in data.get("content") or ():
-            if block.get("type") == "text":
+            if block.get("type") in _THINKING_TYPES:
+                thinking.append(block)
+            elif block.get("type") == "text":
                 text.append(block.get("text", ""))
             elif block.get("type") == "tool_use":
                 raw = block.get("input")
@@ -98,13 +113,20 @@ class AnthropicAdapter:
                 call_id = block.get("id") or new_call_id("toolu_")
                 calls.append(ToolCall(block.get("name", ""), arguments, call_id))
         return ModelResponse(
-            AssistantMessage("".join(text), tuple(calls)),
+            _assistant("".join(text), tuple(calls), thinking),
             _usage(data.get("usage")),
             str(data.get("stop_reason") or ""),
         )
 
     def stream_decoder(self) -> StreamDecoder:
         return _AnthropicStream()
+
+
+def _assistant(
+    text: str, calls: tuple[ToolCall, ...], thinking: Sequence[Mapping[str, Any]]
+) -> AssistantMessage:
+    echo = {THINKING: tuple(thinking)} if thinking else {}
+    return AssistantMessage(text, calls, echo)
 
 
 def _input(call: ToolCall) -> Any:
@@ -151,6 +173,8 @@ class _AnthropicStream:
     def __init__(self) -> None:
         self.text: list[str] = []
         self.calls = ToolCallAccumulator("toolu_")
+        self.thinking: dict[int, dict[str, Any]] = {}
+        """Thinking blocks by content index, as they build up."""
         self.input_tokens = 0
         self.output_tokens = 0
         self.reported = False
@@ -173,10 +197,19 @@ class _AnthropicStream:
                 )
             elif block.get("type") == "text" and block.get("text"):
                 self.text.append(block["text"])
+            elif block.get("type") in _THINKING_TYPES and isinstance(index, int):
+                self.thinking[index] = dict(block)
         elif kind == "content_block_delta":
             delta = data.get("delta") or {}
             if delta.get("type") == "input_json_delta" and index in self.calls:
                 self.calls.delta(index, delta.get("partial_json") or "")
+            elif (
+                delta.get("type") in ("thinking_delta", "signature_delta")
+                and isinstance(index, int)
+                and (block := self.thinking.get(index)) is not None
+            ):
+                field = delta["type"].removesuffix("_delta")
+                block[field] = block.get(field, "") + (delta.get(field) or "")
             elif delta.get("type") == "text_delta":
                 self.text.append(delta.get("text") or "")
         elif kind == "content_block_stop" and index in self.calls:
@@ -196,6 +229,6 @@ class _AnthropicStream:
 
     def finish(self) -> ModelResponse:
         usage = Usage(self.input_tokens, self.output_tokens) if self.reported else None
-        return ModelResponse(
-            AssistantMessage("".join(self.text), self.calls.finish()), usage, self.stop_reason
-        )
+        thinking = [self.thinking[i] for i in sorted(self.thinking)]
+        message = _assistant("".join(self.text), self.calls.finish(), thinking)
+        return ModelResponse(message, usage, self.stop_reason)

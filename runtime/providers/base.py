@@ -60,8 +60,9 @@ class AssistantMessage:
     calls: tuple[ToolCall, ...] = ()
     """The tool calls, in the order the model made them; each has an id."""
     echo: Mapping[str, Any] = field(default_factory=dict)
-    """Provider data that must go back verbatim with this message, keyed by call id
-    (Gemini's ``thoughtSignature``); adapters ignore what is not theirs."""
+    """Provider data that must go back verbatim with this message: Gemini's
+    ``thoughtSignature`` keyed by call id, Anthropic's thinking blocks under
+    ``anthropic_thinking``; adapters ignore what is not theirs."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,13 +10,17 @@ from anthropic.types import (
     Message,
     MessageParam,
     RawMessageStreamEvent,
+    RedactedThinkingBlockParam,
     TextBlockParam,
+    ThinkingBlockParam,
+    ThinkingConfigEnabledParam,
     ToolParam,
     ToolResultBlockParam,
     ToolUseBlockParam,
 )
 from toolcage.runtime import ToolCall
-from toolcage.runtime.providers import AnthropicAdapter
+from toolcage.runtime.providers import AnthropicAdapter, ModelRequest, UserMessage
+from toolcage.runtime.providers.anthropic import THINKING
 
 from .samples import CONVERSATION, DECLS, conforms
 
@@ -153,3 +157,70 @@ class TestStream:
         assert response.usage is not None
         assert (response.usage.input_tokens, response.usage.output_tokens) == (25, 40)
         assert response.stop_reason == "tool_use"
+
+
+THINKING_BLOCKS: list[dict[str, Any]] = [
+    {"type": "thinking", "thinking": "The user wants x.", "signature": "sig-abc=="},
+    {"type": "redacted_thinking", "data": "opaque-data=="},
+]
+
+
+class TestExtendedThinking:
+    def test_thinking_blocks_of_a_message_go_back_first_and_unchanged(self) -> None:
+        message = Message.model_validate(
+            {
+                "id": "msg_1", "type": "message", "role": "assistant", "model": "claude",
+                "stop_reason": "tool_use", "stop_sequence": None,
+                "content": [
+                    *THINKING_BLOCKS,
+                    {"type": "tool_use", "id": "toolu_1", "name": "echo", "input": {"text": "a"}},
+                ],
+                "usage": {"input_tokens": 30, "output_tokens": 12},
+            }
+        )  # fmt: skip
+        adapter = AnthropicAdapter(thinking_budget=2048)
+        response = adapter.parse_response(message.model_dump(mode="json"))
+        assert response.message.text == ""
+        request = ModelRequest([UserMessage("Go."), response.message], list(DECLS))
+        body = adapter.request_body(request, model="claude", stream=False)
+        sent = body["messages"][1]["content"]
+        assert sent[:2] == THINKING_BLOCKS
+        assert sent[2]["type"] == "tool_use"
+        pydantic.TypeAdapter(ThinkingBlockParam).validate_python(sent[0])
+        pydantic.TypeAdapter(RedactedThinkingBlockParam).validate_python(sent[1])
+        thinking = pydantic.TypeAdapter(ThinkingConfigEnabledParam)
+        assert conforms(thinking, body["thinking"]) == {"type": "enabled", "budget_tokens": 2048}
+
+    def test_streamed_thinking_is_assembled_with_its_signature(self) -> None:
+        raw: list[dict[str, Any]] = [
+            {"type": "content_block_start", "index": 0,
+             "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
+            {"type": "content_block_delta", "index": 0,
+             "delta": {"type": "thinking_delta", "thinking": "The user "}},
+            {"type": "content_block_delta", "index": 0,
+             "delta": {"type": "thinking_delta", "thinking": "wants x."}},
+            {"type": "content_block_delta", "index": 0,
+             "delta": {"type": "signature_delta", "signature": "sig-abc=="}},
+            {"type": "content_block_stop", "index": 0},
+            {"type": "content_block_start", "index": 1,
+             "content_block": {"type": "redacted_thinking", "data": "opaque-data=="}},
+            {"type": "content_block_stop", "index": 1},
+            tool_start(2, "toolu_a"),
+            json_delta(2, '{"text": "x"}'),
+            {"type": "content_block_stop", "index": 2},
+        ]  # fmt: skip
+        events = pydantic.TypeAdapter(RawMessageStreamEvent)
+        decoder = AnthropicAdapter().stream_decoder()
+        for event in raw:
+            data = events.dump_python(events.validate_python(event), mode="json")
+            decoder.feed(data["type"], data)
+        message = decoder.finish().message
+        assert message.echo[THINKING] == tuple(THINKING_BLOCKS)
+        assert message.calls == (ToolCall("echo", {"text": "x"}, "toolu_a"),)
+
+    def test_messages_without_thinking_carry_none(self) -> None:
+        body = AnthropicAdapter().request_body(CONVERSATION, model="claude", stream=False)
+        assert "thinking" not in body
+        types = {b["type"] for m in body["messages"] if isinstance(m["content"], list)
+                 for b in m["content"]}  # fmt: skip
+        assert not types & {"thinking", "redacted_thinking"}
