@@ -6,7 +6,8 @@ two threads sit on different CPUs, each wake-up is an inter-processor interrupt,
 virtual machine costs ~100 µs (measured here: a thread round trip of 200 µs across CPUs,
 27 µs on one); on one CPU it is a context switch. So, while a guest runs, its thread is
 pinned to one chosen CPU, and the pool threads it starts inherit that CPU. ``make bench``
-measured ``file_search`` over 20,000 files 2.4-3.5x faster and ``file_read`` ~20% faster.
+measured ``file_search`` over 20,000 files 1.8-2.4x faster and the bare ``file_read`` ~20%
+faster.
 
 The price: guests running at the same time share that CPU. An operator whose guests are
 CPU-heavy and parallel can turn it off (``[limits] guests_on_one_cpu = false``).

@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from toolcage.policies import MountPolicy, ToolcageConfig, load_config
@@ -87,3 +90,28 @@ def snapshot(directory: Path) -> dict[str, str]:
                 digest += ":" + hashlib.sha256(path.read_bytes()).hexdigest()
             state[str(path.relative_to(directory))] = digest
     return state
+
+
+@contextmanager
+def flipping_symlink(root: Path) -> Iterator[Path]:
+    """``ws/race``, swapped without pause between a harmless file and a symlink to the
+    outside sentinel until the body ends: a check-then-use race for whatever reads it."""
+    race = root / "ws/race"
+    race.write_text("harmless")
+    stop = threading.Event()
+
+    def flip() -> None:
+        tmp = root / "ws/race.tmp"
+        while not stop.is_set():
+            tmp.symlink_to(root / "outside/secret.txt")
+            os.replace(tmp, race)
+            tmp.write_text("harmless")
+            os.replace(tmp, race)
+
+    flipper = threading.Thread(target=flip)
+    flipper.start()
+    try:
+        yield race
+    finally:
+        stop.set()
+        flipper.join()

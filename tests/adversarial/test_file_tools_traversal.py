@@ -9,18 +9,15 @@ that an escaping call would act on the sentinel: a search or edit looks for its 
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import threading
 from collections.abc import AsyncIterator
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
 from toolcage.runtime import Attachment, Runtime, ToolExecutionContext
 
-from ._tree import DOCS, SECRET, build_tree, config_for, snapshot
+from ._tree import DOCS, SECRET, build_tree, config_for, flipping_symlink, snapshot
 from .path_corpus import ROOT, hostile_paths
 
 FILE_TOOLS = (
@@ -35,21 +32,7 @@ FILE_TOOLS = (
 CORPUS = hostile_paths()
 
 
-def _wasm_tools_missing() -> str | None:
-    if importlib.util.find_spec("toolcage.runtime.wasm") is None:
-        return "the WASM runner (toolcage.runtime.wasm) does not exist yet"
-    modules = resources.files("toolcage.wasm_tools").joinpath("modules")
-    missing = [t for t in FILE_TOOLS if not modules.joinpath(f"{t}.wasm").is_file()]
-    if missing:
-        return f"WASM file tools not built ({', '.join(missing)}); run `make wasm`"
-    return None
-
-
-_MISSING = _wasm_tools_missing()
-pytestmark = [
-    pytest.mark.adversarial,
-    pytest.mark.skipif(_MISSING is not None, reason=str(_MISSING)),
-]
+pytestmark = pytest.mark.adversarial
 
 
 def fill(parameters: dict[str, Any], path_args: set[str]) -> dict[str, Any]:
@@ -84,8 +67,6 @@ class TestEveryFileTool:
         self, name: str, tree_runtime: tuple[Path, Runtime]
     ) -> None:
         root, runtime = tree_runtime
-        if name not in {d.name for d in runtime.registry.declarations()}:
-            pytest.skip(f"{name} is built but not registered by the runtime")
         tool = runtime.registry.get(name, "default")
         path_args = set(getattr(tool, "path_arguments", {}))
         assert path_args, f"{name} declares no path arguments"
@@ -122,8 +103,6 @@ class TestEveryFileTool:
     async def test_search_skips_hard_linked_files(self, tree_runtime: tuple[Path, Runtime]) -> None:
         # The path policy refuses a hard-linked file named directly; a walk must skip it too.
         root, runtime = tree_runtime
-        if "file_search" not in {d.name for d in runtime.registry.declarations()}:
-            pytest.skip("file_search is built but not registered by the runtime")
         assert os.stat(root / "ws/hard_secret").st_nlink == 2
         result = await runtime.execute("file_search", {"path": "/workspace", "query": SECRET[:8]})
         assert not result.is_error, result.output_text
@@ -132,29 +111,10 @@ class TestEveryFileTool:
     @pytest.mark.anyio
     async def test_symlink_swapped_during_reads(self, tree_runtime: tuple[Path, Runtime]) -> None:
         root, runtime = tree_runtime
-        if "file_read" not in {d.name for d in runtime.registry.declarations()}:
-            pytest.skip("file_read is built but not registered by the runtime")
-        race = root / "ws/race"
-        race.write_text("harmless")
-        stop = threading.Event()
-
-        def flip() -> None:
-            tmp = root / "ws/race.tmp"
-            while not stop.is_set():
-                tmp.symlink_to(root / "outside/secret.txt")
-                os.replace(tmp, race)
-                tmp.write_text("harmless")
-                os.replace(tmp, race)
-
-        flipper = threading.Thread(target=flip)
-        flipper.start()
-        try:
+        with flipping_symlink(root):
             outputs = [
                 (await runtime.execute("file_read", {"path": "race"})).output_text
                 for _ in range(300)
             ]
-        finally:
-            stop.set()
-            flipper.join()
         assert not any(SECRET in text for text in outputs)
         assert any("harmless" in text for text in outputs)

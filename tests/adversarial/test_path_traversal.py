@@ -9,7 +9,6 @@ show as a sentinel read, written, listed or deleted, or a read-only file changed
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from toolcage.runtime._path_check import PathCheck
 
 from ._guests import GuestRunner, build_guest
 from ._host_tools import HostFileTool, host_tools
-from ._tree import DOCS, SECRET, build_tree, config_for, policy_for, snapshot
+from ._tree import DOCS, SECRET, build_tree, config_for, flipping_symlink, policy_for, snapshot
 from .path_corpus import ROOT, hostile_paths
 
 pytestmark = pytest.mark.adversarial
@@ -145,22 +144,8 @@ class TestScenarios:
         """A thread flips ``race`` between a file and a link out; no check may pass it."""
         build_tree(tmp_path)
         policy = policy_for(tmp_path)
-        race = tmp_path / "ws/race"
-        race.write_text("harmless")
-        stop = threading.Event()
-
-        def flip() -> None:
-            while not stop.is_set():
-                tmp = tmp_path / "ws/race.tmp"
-                tmp.symlink_to(tmp_path.resolve() / "outside/secret.txt")
-                os.replace(tmp, race)
-                tmp.write_text("harmless")
-                os.replace(tmp, race)
-
-        flipper = threading.Thread(target=flip)
-        flipper.start()
         outcomes = {"allowed": 0, "denied": 0}
-        try:
+        with flipping_symlink(tmp_path.resolve()):
             for _ in range(3000):
                 try:
                     out = self.check(policy, "race")
@@ -169,9 +154,6 @@ class TestScenarios:
                 else:
                     assert out == "/workspace/race"
                     outcomes["allowed"] += 1
-        finally:
-            stop.set()
-            flipper.join()
         assert outcomes["denied"] > 0  # the race was really run
         assert (tmp_path / "outside/secret.txt").read_text() == SECRET
 
@@ -192,22 +174,8 @@ class TestCheckThenUse:
         policy = policy_for(root)
         tool = HostFileTool("read", policy)
         (mount,) = (m for m in policy.mounts_for(tool.name, "read_only") if m.guest == "/workspace")
-        race = root / "ws/race"
-        race.write_text("harmless")
-        stop = threading.Event()
-
-        def flip() -> None:
-            tmp = root / "ws/race.tmp"
-            while not stop.is_set():
-                tmp.symlink_to(root / "outside/secret.txt")
-                os.replace(tmp, race)
-                tmp.write_text("harmless")
-                os.replace(tmp, race)
-
-        flipper = threading.Thread(target=flip)
-        flipper.start()
         outputs = []
-        try:
+        with flipping_symlink(root):
             for i in range(300):
                 try:
                     checked = PathCheck(policy).check(tool, {"path": "race"}, CTX)
@@ -216,8 +184,5 @@ class TestCheckThenUse:
                 stdout = root / f"out-{i}.txt"
                 cat_runner.run(["cat", checked["path"]], [(mount.host, mount.guest, False)], stdout)
                 outputs.append(stdout.read_text())
-        finally:
-            stop.set()
-            flipper.join()
         assert outputs  # some calls passed the check and ran
         assert not any(SECRET in text for text in outputs)
