@@ -9,23 +9,28 @@ kernel does:
   the components after it are looked at, so ``link/..`` is the parent of the link's
   target, not the directory holding the link (purely textual normalisation gets this
   wrong);
-- a relative target continues from the link's directory; an absolute target is a *host*
-  path (that is what the kernel sees), allowed only when it lies in a granted mount's host
-  directory, and then mapped back to the guest path. (WASI itself refuses to follow
-  absolute targets at all; accepting those that stay inside a mount is the kernel's
-  answer, and the guest never sees the symlink anyway: it gets the canonical path);
+- a relative target continues from the link's directory; a link with an absolute target
+  is refused, wherever it points (as WASI and cap-std refuse it: an absolute target is a
+  host path, whose meaning differs between the host and the guest);
 - ``..`` at a mount's root would leave the mount on the host, and is refused;
 - ``..`` after a file is refused (the kernel answers ``ENOTDIR``);
 - more than 40 symlinks (Linux's ``MAXSYMLINKS``) is a loop, and refused;
-- a NUL byte or text that is not UTF-8 is refused outright;
+- a NUL byte, text that is not UTF-8, an empty path, a component longer than 255 bytes or
+  a path longer than 4,096 bytes is refused as malformed (the caller's input, not the
+  policy, is at fault: :attr:`PathPolicyViolation.malformed`);
 - trailing components that do not exist yet are allowed, so that a file can be created,
   but ``..`` after one of them is not (the kernel would fail, and there is nothing to
   resolve it against).
 
 The resolved path must then be inside a granted mount, writable when the caller needs to
-write, and must not be a FIFO, socket or device (opening one could block or reach outside)
-nor a regular file with more than one hard link (a hard link is the same file as one that
-may lie outside every mount). The result is the canonical guest path, free of symlinks,
+write or delete (and its directory not on a read-only file system), and must not be a FIFO,
+socket or device (opening one could block or reach outside) nor a regular file with more
+than one hard link (a hard link is the same file as one that may lie outside every mount).
+
+A path to *delete* is resolved the same way except for its last component: a symbolic link
+there is not followed, since deleting it removes the link itself and touches nothing it
+points to (so a link pointing outside can be deleted), and a FIFO, socket or device there
+may be deleted too. The result is the canonical guest path, free of symlinks,
 ``.`` and ``..``: the guest is handed this path, not the original text, so what it opens is
 what was checked. If the tree changes between the check and the guest's use, WASI's own
 capability check -- every path resolved beneath its preopened directory -- is the second
@@ -34,6 +39,7 @@ wall.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections import deque
@@ -41,7 +47,7 @@ from typing import Literal
 
 from ._mounts import GrantedMount, describe_roots
 
-PathNeed = Literal["read", "write"]
+PathNeed = Literal["read", "write", "delete"]
 
 WORKSPACE = "/workspace"
 """Relative guest paths resolve against this guest directory."""
@@ -53,12 +59,16 @@ MAX_NAME_BYTES = 255
 class PathPolicyViolation(ValueError):
     """A path leaves the granted mounts, or needs a mode its mount does not grant."""
 
-    def __init__(self, reason: str, mounts: tuple[GrantedMount, ...]) -> None:
+    def __init__(
+        self, reason: str, mounts: tuple[GrantedMount, ...], *, malformed: bool = False
+    ) -> None:
         super().__init__(f"{reason}; allowed roots: {describe_roots(mounts)}")
         self.reason = reason
         """What is wrong with the path, without the list of roots."""
         self.mounts = mounts
         """The mounts the path had to stay in."""
+        self.malformed = malformed
+        """The text itself is no usable path (empty, too long, a NUL byte, not UTF-8)."""
 
 
 def canonical_guest_path(path: str, mounts: tuple[GrantedMount, ...], need: PathNeed) -> str:
@@ -76,40 +86,44 @@ class _Walk:
         self.roots = [(m, _parts(m.guest)) for m in mounts]
         self.depth = {m.guest: len(parts) for m, parts in self.roots}
 
-    def fail(self, reason: str) -> PathPolicyViolation:
+    def fail(self, reason: str, *, malformed: bool = False) -> PathPolicyViolation:
         shown = self.path if len(self.path) <= 200 else self.path[:200] + "..."
-        return PathPolicyViolation(f"path {shown!r} {reason}", self.mounts)
+        return PathPolicyViolation(f"path {shown!r} {reason}", self.mounts, malformed=malformed)
 
     def resolve(self, need: PathNeed) -> str:
         path = self.path
         if "\x00" in path:
-            raise self.fail("contains a NUL byte")
+            raise self.fail("contains a NUL byte", malformed=True)
         try:
             size = len(path.encode("utf-8"))
         except UnicodeEncodeError:
-            raise self.fail("is not valid UTF-8") from None
+            raise self.fail("is not valid UTF-8", malformed=True) from None
         if not path:
-            raise self.fail("is empty")
+            raise self.fail("is empty", malformed=True)
         if size > MAX_PATH_BYTES:
-            raise self.fail(f"is longer than {MAX_PATH_BYTES} bytes")
+            raise self.fail(f"is longer than {MAX_PATH_BYTES} bytes", malformed=True)
         if not path.startswith("/"):
             path = f"{WORKSPACE}/{path}"
-        cur = self.walk(deque(path.split("/")))
+        parts = path.split("/")
+        if any(len(part.encode("utf-8")) > MAX_NAME_BYTES for part in parts):
+            raise self.fail(f"has a component longer than {MAX_NAME_BYTES} bytes", malformed=True)
+        cur = self.walk(deque(parts), follow_last=need != "delete")
         mount = self.mount_of(cur)
         if mount is None:
             raise self.fail("is not inside a mount")
         canonical = "/" + "/".join(cur)
         if len(canonical.encode("utf-8")) > MAX_PATH_BYTES:
             raise self.fail(f"resolves to more than {MAX_PATH_BYTES} bytes")
-        if need == "write":
+        if need != "read":
             if not mount.writable:
                 raise self.fail(f"is on {mount.guest}, which is read-only for this tool")
             if canonical == mount.guest:
                 raise self.fail(f"is the root of mount {mount.guest}, which cannot be modified")
-        self.check_file_kind(mount, cur)
+            self.check_file_system(mount, cur)
+        self.check_file_kind(mount, cur, need)
         return canonical
 
-    def walk(self, pending: deque[str]) -> list[str]:
+    def walk(self, pending: deque[str], *, follow_last: bool = True) -> list[str]:
         cur: list[str] = []
         links = 0
         missing = False
@@ -118,8 +132,6 @@ class _Walk:
             name = pending.popleft()
             if name in ("", "."):
                 continue
-            if len(name.encode("utf-8")) > MAX_NAME_BYTES:
-                raise self.fail(f"has a component longer than {MAX_NAME_BYTES} bytes")
             if name == "..":
                 if missing:
                     raise self.fail("uses '..' after a component that does not exist")
@@ -148,27 +160,34 @@ class _Walk:
                 missing = True
                 continue
             except OSError as exc:
-                raise self.fail(f"cannot be resolved: {exc.strerror}") from None
+                raise self.fail(_unresolvable(exc)) from None
             if not stat.S_ISLNK(info.st_mode):
                 in_file = not stat.S_ISDIR(info.st_mode)
                 continue
+            if not pending and not follow_last:
+                break  # the link itself is what the caller acts on
             links += 1
             if links > MAX_SYMLINKS:
                 raise self.fail("has too many levels of symbolic links (a loop?)")
             cur.pop()
             target = self.read_link(host)
             if target.startswith("/"):
-                cur, rest = self.map_host_target(target)
-                pending.extendleft(reversed(rest))
-            else:
-                pending.extendleft(reversed(target.split("/")))
+                raise self.fail(
+                    "goes through a symlink with an absolute target; only relative symlinks "
+                    "are followed"
+                )
+            pending.extendleft(reversed(target.split("/")))
         return cur
 
     def read_link(self, host: str) -> str:
         try:
             target = os.readlink(host)
+        except (FileNotFoundError, NotADirectoryError, ValueError):
+            raise self.fail("changed while it was being checked") from None
         except OSError as exc:
-            raise self.fail(f"cannot be resolved: {exc.strerror}") from None
+            if exc.errno == errno.EINVAL:  # no longer a symlink
+                raise self.fail("changed while it was being checked") from None
+            raise self.fail(_unresolvable(exc)) from None
         try:
             target.encode("utf-8")
         except UnicodeEncodeError:
@@ -176,15 +195,6 @@ class _Walk:
         if not target:
             raise self.fail("goes through an empty symlink")
         return target
-
-    def map_host_target(self, target: str) -> tuple[list[str], list[str]]:
-        """An absolute (host) symlink target: the guest path of its mount, and the rest."""
-        parts = [p for p in target.split("/") if p not in ("", ".")]
-        for mount, guest_parts in self.roots:
-            host_parts = list(mount.host.parts[1:])
-            if parts[: len(host_parts)] == host_parts:
-                return list(guest_parts), parts[len(host_parts) :]
-        raise self.fail("goes through a symlink to outside the mounts")
 
     def mount_of(self, cur: list[str]) -> GrantedMount | None:
         for mount, guest_parts in self.roots:
@@ -199,7 +209,23 @@ class _Walk:
         inside = cur[self.depth[mount.guest] :]
         return os.path.join(mount.host, *inside)
 
-    def check_file_kind(self, mount: GrantedMount, cur: list[str]) -> None:
+    def check_file_system(self, mount: GrantedMount, cur: list[str]) -> None:
+        """Refuse a change in a directory on a read-only file system (the kernel's EROFS,
+        which WASI reports as an I/O error): the nearest existing directory is asked."""
+        here = cur[:-1]
+        while len(here) >= self.depth[mount.guest]:
+            try:
+                flags = os.statvfs(self.host_of(mount, here)).f_flag
+            except (FileNotFoundError, NotADirectoryError):
+                here = here[:-1]
+                continue
+            except OSError:
+                return  # the tool will meet and report whatever this is
+            if flags & os.ST_RDONLY:
+                raise self.fail("is on a read-only file system")
+            return
+
+    def check_file_kind(self, mount: GrantedMount, cur: list[str], need: PathNeed) -> None:
         try:
             info = os.lstat(self.host_of(mount, cur))
         except OSError:
@@ -207,9 +233,11 @@ class _Walk:
         mode = info.st_mode
         if stat.S_ISDIR(mode):
             return
-        if stat.S_ISLNK(mode):
-            raise self.fail("changed while it was being checked")
         if not stat.S_ISREG(mode):
+            if need == "delete":
+                return  # removing the entry opens nothing and follows nothing
+            if stat.S_ISLNK(mode):
+                raise self.fail("changed while it was being checked")
             raise self.fail("is a FIFO, socket or device; only files and directories are allowed")
         if info.st_nlink > 1:
             raise self.fail(
@@ -220,3 +248,14 @@ class _Walk:
 
 def _parts(guest: str) -> list[str]:
     return [p for p in guest.split("/") if p]
+
+
+def _unresolvable(exc: OSError) -> str:
+    """Why a component could not be looked at on the host, in words (no raw errno text)."""
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "cannot be resolved: the host denies access to a directory on the way"
+    if exc.errno == errno.ENAMETOOLONG:
+        return "is too long for the host file system"
+    if exc.errno == errno.ELOOP:
+        return "has too many levels of symbolic links (a loop?)"
+    return f"cannot be resolved on the host ({errno.errorcode.get(exc.errno or 0, 'error')})"

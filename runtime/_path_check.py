@@ -1,12 +1,13 @@
 """The path policy as a :class:`~toolcage.runtime._security.SecurityCheck`.
 
-A tool that takes paths says which arguments are paths and whether it reads or writes
-through them (``path_arguments``, e.g. ``{"path": "read"}``). Before such a tool runs, each
-of those arguments is canonicalised against the mounts the tool is granted
+A tool that takes paths says which arguments are paths and whether it reads, writes or
+deletes through them (``path_arguments``, e.g. ``{"path": "read"}``). Before such a tool
+runs, each of those arguments is canonicalised against the mounts the tool is granted
 (:func:`toolcage.policies.canonical_guest_path`) and replaced by the canonical guest path;
 a path that leaves the mounts, or writes to a read-only one, ends the call with
-``permission_denied`` naming the allowed roots. Tools without ``path_arguments`` pass
-untouched.
+``permission_denied`` naming the allowed roots, and text that is no usable path at all
+(empty, too long, a NUL byte) with ``validation_error`` naming the argument. Tools without
+``path_arguments`` pass untouched.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from toolcage.policies import (
     canonical_guest_path,
 )
 
-from ._errors import PermissionDeniedError, ToolExecutionError
+from ._errors import PermissionDeniedError, ToolExecutionError, ToolValidationError
 from ._tool import Tool, ToolExecutionContext
 
 
@@ -31,8 +32,8 @@ class HasPathArguments(Protocol):
     """A tool some of whose arguments are guest paths."""
 
     @property
-    def path_arguments(self) -> Mapping[str, Literal["read", "write"]]:
-        """Argument name -> whether the tool reads or writes through that path."""
+    def path_arguments(self) -> Mapping[str, Literal["read", "write", "delete"]]:
+        """Argument name -> whether the tool reads, writes or deletes through that path."""
         ...
 
 
@@ -50,7 +51,8 @@ class PathCheck:
     def check(
         self, tool: Tool, args: Mapping[str, Any], ctx: ToolExecutionContext
     ) -> Mapping[str, Any]:
-        """The arguments with each path canonicalised, or :class:`PermissionDeniedError`."""
+        """The arguments with each path canonicalised, or :class:`PermissionDeniedError`
+        (:class:`ToolValidationError` for a malformed path)."""
         del ctx
         if not isinstance(tool, HasPathArguments) or not tool.path_arguments:
             return args
@@ -69,5 +71,7 @@ class PathCheck:
             try:
                 checked[arg] = canonical_guest_path(value, mounts, need)
             except PathPolicyViolation as exc:
+                if exc.malformed:
+                    raise ToolValidationError(f"{name}: {arg}: {exc.reason}", field=arg) from exc
                 raise PermissionDeniedError(f"{name}: {exc}", field=arg) from exc
         return checked

@@ -1,4 +1,4 @@
-"""A WASI guest as a :class:`~toolcage.runtime.Tool`, and discovery of the built tools.
+"""A WASI guest as a :class:`~toolcage.runtime.abc.Tool`, and discovery of the built tools.
 
 Each guest tool is declared by ``wasm_tools/tools/NAME.json`` next to its C source::
 
@@ -10,7 +10,8 @@ Each guest tool is declared by ``wasm_tools/tools/NAME.json`` next to its C sour
 time :meth:`WasmTool.execute` runs they are canonical guest paths. ``needs`` lists what the
 tool uses: host-binding capabilities (``http``, ``clock``, ...) are linked when granted;
 ``mounts`` and ``attachments`` are not bindings (the attachments of the turn are added to
-the guest's arguments document under ``_attachments``, base64-encoded).
+the guest's arguments document under ``_attachments``, base64-encoded). A tool that changes
+a file declares it under ``replaces`` and has it replaced atomically (:mod:`._commit`).
 """
 
 from __future__ import annotations
@@ -29,9 +30,11 @@ import anyio
 from toolcage.host_bindings import CallState, HostBinding
 from toolcage.policies import MountPolicy
 
+from .._deadline import current_deadline
 from .._errors import PermissionDeniedError, UsageError
 from .._result import ToolResult
 from .._tool import FunctionDecl, ProgressUpdate, SafetyTier, ToolExecutionContext
+from ._commit import ReplaceSpec
 from ._runner import GuestLimits, LinkError, WasmToolRunner
 
 _guest_log = logging.getLogger("toolcage.wasm")
@@ -39,7 +42,7 @@ _guest_log = logging.getLogger("toolcage.wasm")
 NON_BINDING_NEEDS = frozenset({"mounts", "attachments"})
 """Entries of ``needs`` that are not host bindings."""
 
-PathMode = Literal["read", "write"]
+PathMode = Literal["read", "write", "delete"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +59,8 @@ class WasmToolSpec:
     """Which arguments are paths, and whether the tool reads or writes them."""
     needs: tuple[str, ...]
     """Capabilities it uses (see the module docstring)."""
+    replaces: ReplaceSpec | None = None
+    """The file it changes, replaced atomically (see :mod:`._commit`), if any."""
 
     @classmethod
     def from_json(cls, text: str, source: str) -> WasmToolSpec:
@@ -63,14 +68,18 @@ class WasmToolSpec:
         try:
             raw = json.loads(text)
             paths = {str(k): cast(PathMode, v) for k, v in raw.get("path_arguments", {}).items()}
-            if any(mode not in ("read", "write") for mode in paths.values()):
-                raise ValueError("path_arguments values must be 'read' or 'write'")
+            if any(mode not in ("read", "write", "delete") for mode in paths.values()):
+                raise ValueError("path_arguments values must be 'read', 'write' or 'delete'")
+            replaces = raw.get("replaces")
             return cls(
                 decl=FunctionDecl(raw["name"], raw["description"], raw["parameters"]),
                 safety_tier=SafetyTier(raw["safety_tier"]),
                 timeout=float(raw["timeout"]),
                 path_arguments=MappingProxyType(paths),
                 needs=tuple(str(n) for n in raw.get("needs", ())),
+                replaces=(
+                    None if replaces is None else ReplaceSpec.from_json(replaces, raw["parameters"])
+                ),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise UsageError(f"bad WASM tool declaration {source}: {exc}") from exc
@@ -140,9 +149,13 @@ class WasmTool:
                 }
                 for a in ctx.attachments
             ]
+        mounts = self.mounts.mounts_for(self.name, self.safety_tier.value)
+        replacement = None
+        if self.spec.replaces is not None:
+            replacement = self.spec.replaces.prepare(args, mounts)
+            document["_temp"] = replacement.temp
         # ASCII JSON: a lone surrogate in a string cannot break the UTF-8 of argv.
         arguments = json.dumps(document).encode()
-        mounts = self.mounts.mounts_for(self.name, self.safety_tier.value)
         state = None
         if self.bindings:
             state = CallState(
@@ -152,12 +165,18 @@ class WasmTool:
                 log=lambda level, message: _log_line(self.name, level, message),
             )
         try:
-            return await self.runner.run(
+            result = await self.runner.run(
                 self.name, arguments, mounts, self.limits, bindings=self.bindings, state=state
             )
+            if replacement is not None:
+                replacement.commit()  # no await since the guest returned: see _commit
+            return result
         except LinkError as exc:
             # The operator took a capability away ([egress.grants]): the tool cannot run.
             raise PermissionDeniedError(str(exc)) from exc
+        finally:
+            if replacement is not None:
+                replacement.discard()
 
 
 def _log_line(tool: str, level: str, message: str) -> None:
@@ -167,7 +186,10 @@ def _log_line(tool: str, level: str, message: str) -> None:
 
 
 def _deadline(timeout: float) -> float:
-    return time.monotonic() + timeout
+    """The guest's deadline: its own timeout, or the call's deadline when that is earlier."""
+    at = time.monotonic() + timeout
+    call = current_deadline()
+    return at if call is None else min(at, call.at)
 
 
 def _progress(ctx: ToolExecutionContext, message: str, fraction: float | None) -> None:

@@ -76,8 +76,8 @@ EXPECTED_ATTEMPTS = {
 
 
 @pytest.fixture(scope="session")
-def hostile_module(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_guest("hostile_fs", tmp_path_factory.mktemp("guests"))
+def hostile_module() -> Path:
+    return build_guest("hostile_fs")
 
 
 @pytest.fixture

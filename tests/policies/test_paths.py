@@ -113,18 +113,43 @@ class TestSymlinks:
         (tree / "ws/out").symlink_to("../outside/secret")
         assert "climbs out of mount" in denied("out", mounts)
 
-    def test_absolute_link_to_outside_is_refused(
-        self, tree: Path, mounts: tuple[GrantedMount, ...]
+    @pytest.mark.parametrize(
+        "target",
+        [
+            "outside/secret",  # outside every mount
+            "ro/sub",  # into another mount's host directory
+            "ro/sub/",
+            "ws/src",  # into the same mount
+            "ws/src/a.c",
+            "ws/../ws/src",
+            "",  # the tree's root itself
+        ],
+    )
+    @pytest.mark.parametrize("need", ["read", "write", "delete"])
+    def test_absolute_target_is_refused_wherever_it_points(
+        self, tree: Path, mounts: tuple[GrantedMount, ...], target: str, need: str
     ) -> None:
-        (tree / "ws/abs").symlink_to(tree / "outside/secret")
-        assert "symlink to outside the mounts" in denied("abs", mounts)
+        (tree / "ws/abs").symlink_to(f"{tree}/{target}")
+        for path in ("abs/x", "abs/../src", "src/../abs/."):
+            message = denied(path, mounts, need)
+            assert "symlink with an absolute target" in message
+            assert "only relative symlinks are followed" in message
 
-    def test_absolute_link_into_a_mount_maps_back(
+    @pytest.mark.parametrize("target", ["/", "/etc/passwd", "/workspace/src", "/docs/sub"])
+    def test_absolute_target_in_guest_terms_is_refused(
+        self, tree: Path, mounts: tuple[GrantedMount, ...], target: str
+    ) -> None:
+        (tree / "ws/abs").symlink_to(target)
+        assert "symlink with an absolute target" in denied("abs", mounts)
+
+    def test_relative_and_absolute_spelling_agree(
         self, tree: Path, mounts: tuple[GrantedMount, ...]
     ) -> None:
-        (tree / "ws/docs").symlink_to(tree / "ro/sub")
-        assert ok("docs/readme", mounts) == "/docs/sub/readme"
-        assert "read-only" in denied("docs/readme", mounts, "write")
+        # Both name the read-only mount's host directory; neither is followed.
+        (tree / "ws/rel").symlink_to("../ro/sub")
+        (tree / "ws/abs").symlink_to(tree / "ro/sub")
+        assert "climbs out of mount /workspace" in denied("rel/readme", mounts)
+        assert "symlink with an absolute target" in denied("abs/readme", mounts)
 
     def test_chain_of_links_ending_outside_is_refused(
         self, tree: Path, mounts: tuple[GrantedMount, ...]
@@ -151,9 +176,79 @@ class TestSymlinks:
     def test_link_into_an_ungranted_directory_is_refused(
         self, tree: Path, mounts: tuple[GrantedMount, ...]
     ) -> None:
-        (tree / "ws/abs").symlink_to(tree / "ro/sub")
+        (tree / "ws/rel").symlink_to("../ro/sub")
         only_ws = tuple(m for m in mounts if m.guest == "/workspace")
-        assert "outside the mounts" in denied("abs/readme", only_ws)
+        assert "climbs out of mount /workspace" in denied("rel/readme", only_ws)
+
+
+class TestDelete:
+    """A path to delete keeps its last component: a symlink there is the thing deleted."""
+
+    @pytest.mark.parametrize(
+        "target", ["../../outside/secret", "ABS/outside/secret", "ABS/ro/sub", "../../ro", "gone"]
+    )
+    def test_a_link_pointing_anywhere_can_be_deleted(
+        self, tree: Path, mounts: tuple[GrantedMount, ...], target: str
+    ) -> None:
+        (tree / "ws/src/link").symlink_to(target.replace("ABS", str(tree)))
+        assert ok("src/link", mounts, "delete") == "/workspace/src/link"
+        assert ok("/workspace/src/../src/./link", mounts, "delete") == "/workspace/src/link"
+
+    def test_links_before_the_last_component_are_still_resolved(
+        self, tree: Path, mounts: tuple[GrantedMount, ...]
+    ) -> None:
+        (tree / "ws/out").symlink_to("../outside")
+        (tree / "ws/abs").symlink_to(tree / "outside")
+        (tree / "ws/inner").symlink_to("src")
+        assert "climbs out" in denied("out/secret", mounts, "delete")
+        assert "absolute target" in denied("abs/secret", mounts, "delete")
+        assert "climbs out" in denied("out/", mounts, "delete")
+        assert ok("inner/a.c", mounts, "delete") == "/workspace/src/a.c"
+
+    def test_delete_needs_a_writable_mount_and_no_mount_root(
+        self, tree: Path, mounts: tuple[GrantedMount, ...]
+    ) -> None:
+        (tree / "ro/link").symlink_to("sub")
+        assert "read-only for this tool" in denied("/docs/link", mounts, "delete")
+        assert "cannot be modified" in denied("/workspace", mounts, "delete")
+        assert "cannot be modified" in denied("src/..", mounts, "delete")
+
+    def test_a_fifo_can_be_deleted_but_not_opened(
+        self, tree: Path, mounts: tuple[GrantedMount, ...]
+    ) -> None:
+        os.mkfifo(tree / "ws/pipe")
+        assert ok("pipe", mounts, "delete") == "/workspace/pipe"
+        assert "FIFO" in denied("pipe", mounts, "write")
+
+    def test_a_hard_linked_file_is_still_refused(
+        self, tree: Path, mounts: tuple[GrantedMount, ...]
+    ) -> None:
+        os.link(tree / "outside/secret", tree / "ws/hard")
+        assert "2 hard links" in denied("hard", mounts, "delete")
+
+
+class TestMalformed:
+    @pytest.mark.parametrize(
+        "path",
+        ["", "a\x00b", "src/\udcc0", "a" * 256, "src/" + "é" * 128, "a/" * 2100, "/" * 4097],
+    )
+    @pytest.mark.parametrize("need", ["read", "write", "delete"])
+    def test_input_shape_is_flagged_as_malformed(
+        self, mounts: tuple[GrantedMount, ...], path: str, need: str
+    ) -> None:
+        with pytest.raises(PathPolicyViolation) as info:
+            canonical_guest_path(path, mounts, need)  # type: ignore[arg-type]
+        assert info.value.malformed
+
+    @pytest.mark.parametrize("path", ["/etc/passwd", "../outside/secret", "/docs/new"])
+    def test_policy_refusals_are_not(self, mounts: tuple[GrantedMount, ...], path: str) -> None:
+        with pytest.raises(PathPolicyViolation) as info:
+            canonical_guest_path(path, mounts, "write")
+        assert not info.value.malformed
+
+    def test_the_longest_legal_name_passes(self, mounts: tuple[GrantedMount, ...]) -> None:
+        name = "a" * 255
+        assert ok(name, mounts, "write") == f"/workspace/{name}"
 
 
 class TestFileKinds:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
-from toolcage.runtime import Runtime, ToolResult
+from toolcage.runtime import Runtime, ToolExecutionContext, ToolResult
+from toolcage.runtime.abc import Tool
 from toolcage.wasm_tools.build import build_all
 
 CONFIG = """
@@ -51,16 +54,38 @@ class Sandbox:
         return result.error.message
 
 
+class Plant:
+    """A security check after the path check: changes the tree once the path was checked
+    (append it to ``runtime.pipeline.checks``)."""
+
+    def __init__(self, action: Callable[[], None]) -> None:
+        self.action = action
+
+    def check(
+        self, tool: Tool, args: Mapping[str, Any], ctx: ToolExecutionContext
+    ) -> Mapping[str, Any]:
+        del tool, ctx
+        self.action()
+        return args
+
+
 @pytest.fixture(scope="session", autouse=True)
 def built_modules() -> None:
-    """The guest modules, (re)built when stale -- what `make wasm` does."""
+    """The guest modules, (re)built when stale (the session's start has built them)."""
     build_all()
+
+
+@asynccontextmanager
+async def sandbox_at(root: Path, extra: str = "") -> AsyncIterator[Sandbox]:
+    """The sandbox in ``root``, its config followed by the TOML text ``extra``."""
+    for name in ("ws", "docs", "shared"):
+        (root / name).mkdir(exist_ok=True)
+    (root / "toolcage.toml").write_text(CONFIG + extra)
+    async with Runtime.from_config(root / "toolcage.toml") as runtime:
+        yield Sandbox(runtime, root / "ws", root / "docs", root / "shared")
 
 
 @pytest.fixture
 async def sandbox(tmp_path: Path) -> AsyncIterator[Sandbox]:
-    for name in ("ws", "docs", "shared"):
-        (tmp_path / name).mkdir()
-    (tmp_path / "toolcage.toml").write_text(CONFIG)
-    async with Runtime.from_config(tmp_path / "toolcage.toml") as runtime:
-        yield Sandbox(runtime, tmp_path / "ws", tmp_path / "docs", tmp_path / "shared")
+    async with sandbox_at(tmp_path) as box:
+        yield box

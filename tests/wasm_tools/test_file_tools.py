@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from toolcage.runtime import Attachment, ToolExecutionContext
 
-from .conftest import Sandbox
+from .conftest import Plant, Sandbox
 
 pytestmark = pytest.mark.anyio
 
@@ -223,3 +224,100 @@ class TestAttachmentSave:
         )
         assert "/shared or /tmp" in message
         assert "x" not in os.listdir(sandbox.ws)
+
+
+class TestSymlinks:
+    @pytest.fixture
+    def outside(self, sandbox: Sandbox) -> Path:
+        out = sandbox.ws.parent / "outside"
+        (out / "dir").mkdir(parents=True)
+        (out / "secret").write_text("SECRET")
+        (out / "dir/inner").write_text("INNER")
+        return out
+
+    @pytest.mark.parametrize("spelling", ["relative", "absolute"])
+    async def test_a_link_pointing_outside_can_be_deleted(
+        self, sandbox: Sandbox, outside: Path, spelling: str
+    ) -> None:
+        for name, target in (("to_file", "secret"), ("to_dir", "dir")):
+            link = sandbox.ws / name
+            link.symlink_to(f"../outside/{target}" if spelling == "relative" else outside / target)
+            await sandbox.fails("file_read", "permission_denied", path=f"{name}/inner")
+            out = await sandbox.ok("file_delete", path=name, recursive=True)
+            assert out == f"deleted symbolic link /workspace/{name}"
+            assert not link.is_symlink()
+        assert (outside / "secret").read_text() == "SECRET"
+        assert (outside / "dir/inner").read_text() == "INNER"
+
+    async def test_a_link_inside_is_deleted_not_its_target(self, sandbox: Sandbox) -> None:
+        (sandbox.ws / "d").mkdir()
+        (sandbox.ws / "d/f.txt").write_text("kept")
+        (sandbox.ws / "link_d").symlink_to("d")
+        (sandbox.ws / "link_f").symlink_to("d/f.txt")
+        (sandbox.ws / "dangling").symlink_to("nowhere")
+        for name in ("link_d", "link_f", "dangling"):
+            assert (
+                await sandbox.ok("file_delete", path=name)
+                == f"deleted symbolic link /workspace/{name}"
+            )
+        assert sorted(os.listdir(sandbox.ws)) == ["d"]
+        assert (sandbox.ws / "d/f.txt").read_text() == "kept"
+
+    async def test_absolute_and_relative_links_into_another_mount_agree(
+        self, sandbox: Sandbox
+    ) -> None:
+        (sandbox.docs / "readme").write_text("docs")
+        (sandbox.ws / "rel").symlink_to("../docs")
+        (sandbox.ws / "abs").symlink_to(sandbox.docs)
+        rel = await sandbox.fails("file_read", "permission_denied", path="rel/readme")
+        absolute = await sandbox.fails("file_read", "permission_denied", path="abs/readme")
+        assert "climbs out of mount /workspace" in rel
+        assert "symlink with an absolute target" in absolute
+        assert await sandbox.ok("file_read", path="/docs/readme") == "docs"
+
+
+class TestMessages:
+    @pytest.mark.parametrize(
+        ("tool", "args", "says"),
+        [
+            ("file_read", {}, "cannot read: /workspace/t is not readable here"),
+            ("file_list", {}, "cannot list: /workspace/t is not readable here"),
+            ("file_search", {"query": "x"}, "cannot search: /workspace/t is not readable here"),
+        ],
+    )
+    async def test_a_read_refused_inside_the_guest_says_not_readable(
+        self, sandbox: Sandbox, tool: str, args: dict[str, object], says: str
+    ) -> None:
+        # After the check, "t" becomes a link WASI will not follow (an absolute target).
+        (sandbox.ws / "t").write_text("x")
+
+        def swap() -> None:
+            (sandbox.ws / "t").unlink()
+            (sandbox.ws / "t").symlink_to(sandbox.ws.parent / "docs")
+
+        sandbox.runtime.pipeline.checks.append(Plant(swap))
+        message = await sandbox.fails(tool, "permission_denied", path="t", **args)
+        assert message.startswith(says), message
+        assert "writable" not in message
+
+    @pytest.mark.parametrize(
+        ("path", "says"),
+        [
+            ("", "is empty"),
+            ("a\x00b", "contains a NUL byte"),
+            ("a" * 256, "has a component longer than 255 bytes"),
+            ("x/" + "é" * 128, "has a component longer than 255 bytes"),
+            ("a/" * 2049, "is longer than 4096 bytes"),
+        ],
+    )
+    @pytest.mark.parametrize("tool", ["file_read", "file_write", "file_delete", "file_list"])
+    async def test_a_path_of_the_wrong_shape_is_a_validation_error(
+        self, sandbox: Sandbox, tool: str, path: str, says: str
+    ) -> None:
+        args = {"content": "x"} if tool == "file_write" else {}
+        result = await sandbox.call(tool, path=path, **args)
+        assert result.error is not None
+        assert result.error.kind.value == "validation_error", result.error.message
+        assert result.error.field == "path"
+        assert says in result.error.message
+        assert result.error.message.startswith(f"{tool}: path: ")

@@ -339,34 +339,130 @@ const char *tc_fail(tc_buf *out, const char *error_type, const char *fmt, ...) {
     return error_type;
 }
 
-const char *tc_fail_errno(tc_buf *out, int err, const char *what, const char *path) {
+const char *tc_fail_errno(tc_buf *out, int err, tc_access access, const char *what,
+                          const char *path) {
+    char *shown = tc_name(path);
+    const char *type = TC_EXECUTION;
+    out->len = 0;
+    tc_buf_printf(out, "%s: %s", what, shown);
     switch (err) {
-        case ENOENT:
-            return tc_fail(out, TC_EXECUTION, "%s: %s does not exist", what, path);
-        case EEXIST:
-            return tc_fail(out, TC_EXECUTION, "%s: %s already exists", what, path);
+        case ENOENT: tc_buf_puts(out, " does not exist"); break;
+        case EEXIST: tc_buf_puts(out, " already exists"); break;
         case EACCES:
         case EPERM:
-        case EROFS:
         case ENOTCAPABLE:
-            return tc_fail(out, TC_PERMISSION,
-                           "%s: %s is not writable here (read-only mount or no permission)", what,
-                           path);
-        case EISDIR:
-            return tc_fail(out, TC_EXECUTION, "%s: %s is a directory", what, path);
-        case ENOTDIR:
-            return tc_fail(out, TC_EXECUTION, "%s: %s (or a parent) is not a directory", what,
-                           path);
+            type = TC_PERMISSION;
+            tc_buf_puts(out, access == TC_WRITING
+                                 ? " is not writable here (read-only mount or no permission)"
+                                 : " is not readable here (no permission)");
+            break;
+        case EROFS:
+            type = TC_PERMISSION;
+            tc_buf_puts(out, " is on a read-only file system");
+            break;
+        case ENOSPC:
+            tc_buf_puts(out, ": the file system is full (no space left on device)");
+            break;
+        case EDQUOT:
+            tc_buf_puts(out, ": the disk quota is exhausted (no space left for this user)");
+            break;
+        case EFBIG: tc_buf_puts(out, ": the file would exceed the file system's size limit"); break;
+        case EISDIR: tc_buf_puts(out, " is a directory"); break;
+        case ENOTDIR: tc_buf_puts(out, " (or a parent) is not a directory"); break;
         case ENOTEMPTY:
-            return tc_fail(out, TC_EXECUTION,
-                           "%s: directory %s is not empty (pass recursive=true to delete it "
-                           "with its contents)",
-                           what, path);
+            tc_buf_puts(out, " is a directory that is not empty (pass recursive=true to delete "
+                             "it with its contents)");
+            break;
         case ELOOP:
-            return tc_fail(out, TC_PERMISSION, "%s: %s: too many symbolic links", what, path);
-        default:
-            return tc_fail(out, TC_EXECUTION, "%s: %s: %s", what, path, strerror(err));
+            type = TC_PERMISSION;
+            tc_buf_puts(out, " is a symbolic link (or goes through too many of them)");
+            break;
+        case EMLINK:
+            type = TC_PERMISSION;
+            tc_buf_puts(out, " is a file with more than one hard link; hard-linked files are "
+                             "refused (the other link may be outside the mounts)");
+            break;
+        case ENAMETOOLONG: tc_buf_puts(out, ": a name in it is too long"); break;
+        case EILSEQ:
+            tc_buf_puts(out, " holds a name that is not valid UTF-8 (the sandbox shows only UTF-8 "
+                             "names)");
+            break;
+        case EIO:
+            tc_buf_puts(out, access == TC_WRITING
+                                 ? ": I/O error (the file system may be read-only or failing)"
+                                 : ": I/O error");
+            break;
+        case ENXIO: tc_buf_puts(out, " is not a regular file (a FIFO, socket or device)"); break;
+        default: tc_buf_printf(out, ": %s", strerror(err));
     }
+    free(shown);
+    return type;
+}
+
+/* The length of the valid UTF-8 sequence at s (its code point in *cp), 0 when invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t len, unsigned *cp) {
+    unsigned char c = s[0];
+    size_t n;
+    unsigned min, v;
+    if (c < 0x80) return *cp = c, 1;
+    if ((c & 0xE0) == 0xC0) n = 1, min = 0x80, v = c & 0x1F;
+    else if ((c & 0xF0) == 0xE0) n = 2, min = 0x800, v = c & 0x0F;
+    else if ((c & 0xF8) == 0xF0) n = 3, min = 0x10000, v = c & 0x07;
+    else return 0;
+    if (n >= len) return 0;
+    for (size_t k = 1; k <= n; k++) {
+        if ((s[k] & 0xC0) != 0x80) return 0;
+        v = (v << 6) | (s[k] & 0x3F);
+    }
+    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v < 0xE000)) return 0;
+    *cp = v;
+    return n + 1;
+}
+
+static int is_shown_escaped(unsigned cp) {
+    return (cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 || cp == 0x061C ||
+           cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) ||
+           (cp >= 0x2066 && cp <= 0x2069);
+}
+
+void tc_buf_put_name(tc_buf *b, const char *s, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, plain = 0; /* u[plain..i) is copied as it is */
+    while (i < n) {
+        unsigned char c = u[i];
+        if (c >= 0x20 && c < 0x7F && c != '\\') {
+            i++;
+            continue;
+        }
+        unsigned cp = 0;
+        size_t len = c < 0x80 ? 1 : utf8_seq(u + i, n - i, &cp);
+        if (len > 1 && !is_shown_escaped(cp)) {
+            i += len;
+            continue;
+        }
+        tc_buf_put(b, s + plain, i - plain);
+        if (c == '\\') {
+            tc_buf_puts(b, "\\\\");
+        } else if (len > 1) {
+            char esc[6] = {'\\', 'u', hex[cp >> 12], hex[(cp >> 8) & 15], hex[(cp >> 4) & 15],
+                           hex[cp & 15]};
+            tc_buf_put(b, esc, 6);
+        } else {
+            char esc[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
+            tc_buf_put(b, esc, 4);
+            len = 1;
+        }
+        i += len;
+        plain = i;
+    }
+    tc_buf_put(b, s + plain, n - plain);
+}
+
+char *tc_name(const char *s) {
+    tc_buf b = {0};
+    tc_buf_put_name(&b, s, strlen(s));
+    return (char *)tc_buf_cstr(&b);
 }
 
 static int reserve(tc_buf *b, size_t room) {
@@ -418,50 +514,75 @@ int tc_read_file(const char *path, size_t cap, tc_buf *into, long long *size_out
     return err;
 }
 
-int tc_write_file(const char *path, const char *data, size_t len, int flags) {
-    int fd = open(path, O_WRONLY | flags, 0644);
-    if (fd < 0) return errno;
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = write(fd, data + done, len - done);
-        if (n < 0) {
-            int err = errno;
-            close(fd);
-            return err;
-        }
+int tc_open_replaced(const char *path, int *fd) {
+    *fd = open(path, O_RDONLY | O_NOFOLLOW);
+    if (*fd < 0) return errno;
+    struct stat st;
+    if (fstat(*fd, &st) != 0) return errno;
+    if (S_ISDIR(st.st_mode)) return EISDIR;
+    if (!S_ISREG(st.st_mode)) return ENXIO;
+    if (st.st_nlink > 1) return EMLINK;
+    return 0;
+}
+
+int tc_temp_create(tc_temp *t, const char *args, const char *target) {
+    t->fd = -1;
+    char *name = tc_arg_str(args, "_temp", NULL);
+    if (!name || !*name || strchr(name, '/')) {
+        free(name);
+        return ENOTSUP;
+    }
+    const char *slash = strrchr(target, '/');
+    tc_buf path = {0};
+    if (slash) tc_buf_put(&path, target, (size_t)(slash - target) + 1);
+    tc_buf_puts(&path, name);
+    t->fd = open(path.data, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+    int err = t->fd < 0 ? errno : 0;
+    tc_buf_free(&path);
+    free(name);
+    return err;
+}
+
+int tc_temp_write(tc_temp *t, const char *data, size_t len) {
+    for (size_t done = 0; done < len;) {
+        ssize_t n = write(t->fd, data + done, len - done);
+        if (n < 0) return errno;
         done += (size_t)n;
     }
-    if (close(fd) != 0) return errno;
     return 0;
+}
+
+int tc_temp_copy(tc_temp *t, int from) {
+    const size_t chunk = 1u << 20;
+    char *buf = malloc(chunk);
+    if (!buf) return ENOMEM;
+    int err = 0;
+    for (;;) {
+        ssize_t n = read(from, buf, chunk);
+        if (n < 0) err = errno;
+        if (n <= 0) break;
+        if ((err = tc_temp_write(t, buf, (size_t)n)) != 0) break;
+    }
+    free(buf);
+    return err;
+}
+
+int tc_temp_finish(tc_temp *t) {
+    int err = fdatasync(t->fd) != 0 ? errno : 0;
+    if (close(t->fd) != 0 && !err) err = errno;
+    t->fd = -1;
+    return err;
 }
 
 int tc_is_utf8(const char *data, size_t len) {
     const unsigned char *s = (const unsigned char *)data;
-    size_t i = 0;
-    while (i < len) {
-        unsigned char c = s[i];
-        size_t n;
-        unsigned min;
-        unsigned cp;
-        if (c < 0x80) {
-            i++;
+    unsigned cp;
+    for (size_t i = 0, n; i < len; i += n) {
+        if (s[i] < 0x80) {
+            n = 1;
             continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            n = 1, min = 0x80, cp = c & 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            n = 2, min = 0x800, cp = c & 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            n = 3, min = 0x10000, cp = c & 0x07;
-        } else {
-            return 0;
         }
-        if (i + n >= len) return 0;
-        for (size_t k = 1; k <= n; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return 0;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp < 0xE000)) return 0;
-        i += n + 1;
+        if ((n = utf8_seq(s + i, len - i, &cp)) == 0) return 0;
     }
     return 1;
 }

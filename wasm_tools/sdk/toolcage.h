@@ -60,11 +60,31 @@ int tc_arg_bool(const char *args, const char *key, int dflt);
 /* Error helpers: put a message in `out` and return the error_type to return from run. */
 const char *tc_fail(tc_buf *out, const char *error_type, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* The error_type and message for a failed file operation, from errno. */
-const char *tc_fail_errno(tc_buf *out, int err, const char *what, const char *path);
+
+/* What a failed file operation was doing, for the wording of its message. */
+typedef enum { TC_READING, TC_WRITING } tc_access;
+/* The error_type and message for a failed file operation, from errno: "<what>: <path> ...",
+ * worded for reading or for writing (a refused read is not "not writable"), with `path`
+ * shown through tc_buf_put_name. */
+const char *tc_fail_errno(tc_buf *out, int err, tc_access access, const char *what,
+                          const char *path);
 
 /* printf into a buffer. */
 void tc_buf_printf(tc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * Names in output. Every path or file name a tool prints goes through these, so that a
+ * name cannot forge lines or reach a terminal as a control sequence. The one form:
+ *   \\       a backslash;
+ *   \xHH     one byte: a C0 control (0x00-0x1F, including tab, newline and carriage
+ *            return), DEL (0x7F), or a byte that is not part of valid UTF-8;
+ *   \uHHHH   one character: a C1 control (U+0080-U+009F), U+2028, U+2029, or a
+ *            bidirectional formatting character (U+061C, U+200E, U+200F, U+202A-U+202E,
+ *            U+2066-U+2069).
+ * Every other byte is copied. A backslash in the output always starts one of these.
+ */
+void tc_buf_put_name(tc_buf *b, const char *s, size_t n);
+char *tc_name(const char *s); /* malloc'd shown form of a NUL-terminated name */
 
 /* Whole-file I/O with as few WASI calls as possible (each is a trip into the host): one
  * open and, for a file under 64 KiB, one read; tc_read_file leaves the descriptor open for
@@ -72,7 +92,31 @@ void tc_buf_printf(tc_buf *b, const char *fmt, ...) __attribute__((format(printf
  * `cap` bytes, with its size in *size_out. */
 int tc_read_file(const char *path, size_t cap, tc_buf *into, long long *size_out);
 int tc_read_fd(int fd, size_t cap, tc_buf *into, long long *size_out);
-int tc_write_file(const char *path, const char *data, size_t len, int flags);
+
+/* Open the file a tool is about to replace, to read its current content: not through a
+ * symbolic link (ELOOP), only a regular file (EISDIR for a directory, ENXIO for anything
+ * else) and only one with a single link (EMLINK: a hard-linked file may be the same file as
+ * one outside the mounts). *fd is left open for the end of the call to reclaim. */
+int tc_open_replaced(const char *path, int *fd);
+
+/*
+ * Replacing a file atomically. A tool never writes into the file it changes: it writes the
+ * whole new content into a temporary file and the host renames that over the target after
+ * the tool reported success (and removes it on any failure). The host names the temporary
+ * file in the arguments document (`_temp`, unpredictable); tc_temp_create makes it in the
+ * target's directory, exclusively.
+ *   tc_temp t;
+ *   if ((err = tc_temp_create(&t, args, path)) || (err = tc_temp_write(&t, data, n)) ||
+ *       (err = tc_temp_finish(&t))) return tc_fail_errno(out, err, TC_WRITING, ...);
+ * Each returns 0 or an errno value (ENOTSUP when the arguments name no temporary file).
+ */
+typedef struct {
+    int fd;
+} tc_temp;
+int tc_temp_create(tc_temp *t, const char *args, const char *target);
+int tc_temp_write(tc_temp *t, const char *data, size_t len);
+int tc_temp_copy(tc_temp *t, int from); /* the rest of descriptor `from` */
+int tc_temp_finish(tc_temp *t);         /* sync its data to disk and close it */
 
 /* 1 when the bytes look binary (a NUL byte in the first 8 KiB, or not UTF-8). */
 int tc_is_binary(const char *data, size_t len);

@@ -1,8 +1,14 @@
-/* attachment_save: save an attachment of the current turn under /shared or /tmp. */
+/*
+ * attachment_save: save an attachment of the current turn under /shared or /tmp.
+ *
+ * The bytes go into the temporary file the host named (see tc_temp_create); the host
+ * renames it over the destination once this tool reported success (without replacing an
+ * existing file unless overwrite=true).
+ */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "toolcage.h"
 
@@ -40,14 +46,17 @@ static const char *run(const char *args, tc_buf *out) {
     char *path = tc_arg_str(args, "path", NULL);
     int overwrite = tc_arg_bool(args, "overwrite", 0);
     const char *error = NULL;
+    char *shown = NULL, *shown_name = NULL;
     tc_buf data = {0}, names = {0};
     if (!name || !path) {
         error = tc_fail(out, TC_VALIDATION, "attachment and path are required");
         goto done;
     }
+    shown = tc_name(path);
+    shown_name = tc_name(name);
     if (!under(path, "/shared") && !under(path, "/tmp")) {
         error = tc_fail(out, TC_PERMISSION,
-                        "attachments can only be saved under /shared or /tmp, not %s", path);
+                        "attachments can only be saved under /shared or /tmp, not %s", shown);
         goto done;
     }
     const char *list = tc_json_ws(tc_json_get(args, "_attachments"));
@@ -58,7 +67,7 @@ static const char *run(const char *args, tc_buf *out) {
             char *item = tc_arg_str(p, "name", NULL);
             if (item) {
                 if (names.len) tc_buf_puts(&names, ", ");
-                tc_buf_puts(&names, item);
+                tc_buf_put_name(&names, item, strlen(item));
             }
             if (!found && item && strcmp(item, name) == 0) {
                 size_t len = 0;
@@ -74,22 +83,30 @@ static const char *run(const char *args, tc_buf *out) {
     }
     if (!found) {
         error = tc_fail(out, TC_EXECUTION, "no attachment named %s in this turn (attachments: %s)",
-                        name, names.len ? names.data : "none");
+                        shown_name, names.len ? names.data : "none");
         goto done;
     }
-    int err = tc_write_file(path, data.data ? data.data : "", data.len,
-                            O_CREAT | (overwrite ? O_TRUNC : O_EXCL));
-    if (err == EEXIST) {
+    struct stat st;
+    if (!overwrite && lstat(path, &st) == 0) {
         error = tc_fail(out, TC_EXECUTION, "%s already exists (pass overwrite=true to replace it)",
-                        path);
-    } else if (err) {
-        error = tc_fail_errno(out, err, "cannot save the attachment to", path);
+                        shown);
+        goto done;
+    }
+    tc_temp t;
+    int err = tc_temp_create(&t, args, path);
+    if (!err) err = tc_temp_write(&t, data.data ? data.data : "", data.len);
+    if (!err) err = tc_temp_finish(&t);
+    if (err) {
+        error = tc_fail_errno(out, err, TC_WRITING, "cannot save the attachment to", path);
+        if (err != ENOENT) tc_buf_puts(out, "; the file was left as it was");
     } else {
-        tc_buf_printf(out, "saved attachment %s (%zu bytes) to %s", name, data.len, path);
+        tc_buf_printf(out, "saved attachment %s (%zu bytes) to %s", shown_name, data.len, shown);
     }
 done:
     tc_buf_free(&data);
     tc_buf_free(&names);
+    free(shown);
+    free(shown_name);
     free(name);
     free(path);
     return error;

@@ -1,4 +1,9 @@
-/* file_delete: delete a file, or a directory (recursive=true for a non-empty one). */
+/*
+ * file_delete: delete a file, or a directory (recursive=true for a non-empty one).
+ *
+ * A symbolic link is deleted itself, never what it points to (the path policy leaves the
+ * last component of a path to delete unresolved).
+ */
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -43,42 +48,46 @@ static const char *run(const char *args, tc_buf *out) {
     char *path = tc_arg_str(args, "path", NULL);
     int recursive = tc_arg_bool(args, "recursive", 0);
     const char *error = NULL;
+    char *shown = NULL;
     if (!path) {
         error = tc_fail(out, TC_VALIDATION, "path is required");
         goto done;
     }
+    shown = tc_name(path);
     const char *rest = path + (path[0] == '/');
     if (!*rest || !strchr(rest, '/') || strchr(rest, '/')[1] == '\0') {
-        error = tc_fail(out, TC_PERMISSION, "%s is a mount root; it cannot be deleted", path);
+        error = tc_fail(out, TC_PERMISSION, "%s is a mount root; it cannot be deleted", shown);
         goto done;
     }
     struct stat st;
     if (lstat(path, &st) != 0) {
-        error = tc_fail_errno(out, errno, "cannot delete", path);
+        error = tc_fail_errno(out, errno, TC_WRITING, "cannot delete", path);
         goto done;
     }
     if (!S_ISDIR(st.st_mode)) {
-        if (unlink(path) != 0) error = tc_fail_errno(out, errno, "cannot delete", path);
-        else tc_buf_printf(out, "deleted file %s", path);
+        if (unlink(path) != 0) error = tc_fail_errno(out, errno, TC_WRITING, "cannot delete", path);
+        else tc_buf_printf(out, "deleted %s %s", S_ISLNK(st.st_mode) ? "symbolic link" : "file",
+                           shown);
         goto done;
     }
     if (rmdir(path) == 0) {
-        tc_buf_printf(out, "deleted empty directory %s", path);
+        tc_buf_printf(out, "deleted empty directory %s", shown);
         goto done;
     }
     if (errno != ENOTEMPTY && errno != EEXIST) {
-        error = tc_fail_errno(out, errno, "cannot delete", path);
+        error = tc_fail_errno(out, errno, TC_WRITING, "cannot delete", path);
         goto done;
     }
     if (!recursive) {
-        error = tc_fail_errno(out, ENOTEMPTY, "cannot delete", path);
+        error = tc_fail_errno(out, ENOTEMPTY, TC_WRITING, "cannot delete", path);
         goto done;
     }
     size_t count = 0;
     int err = remove_tree(path, &count);
-    if (err) error = tc_fail_errno(out, err, "cannot delete", path);
-    else tc_buf_printf(out, "deleted directory %s (%zu entries)", path, count);
+    if (err) error = tc_fail_errno(out, err, TC_WRITING, "cannot delete", path);
+    else tc_buf_printf(out, "deleted directory %s (%zu entries)", shown, count);
 done:
+    free(shown);
     free(path);
     return error;
 }

@@ -1,6 +1,10 @@
-/* file_edit: replace an exact snippet that occurs exactly once (or every occurrence). */
+/*
+ * file_edit: replace an exact snippet that occurs exactly once (or every occurrence).
+ *
+ * The edited text goes into the temporary file the host named (see tc_temp_create); the
+ * host renames it over the file once this tool reported success.
+ */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,28 +19,32 @@ static const char *run(const char *args, tc_buf *out) {
     char *new = tc_arg_str(args, "new_string", &new_len);
     int all = tc_arg_bool(args, "replace_all", 0);
     const char *error = NULL;
+    char *shown = NULL;
     tc_buf data = {0}, edited = {0};
     if (!path || !old || !new) {
         error = tc_fail(out, TC_VALIDATION, "path, old_string and new_string are required");
         goto done;
     }
+    shown = tc_name(path);
     if (old_len == 0) {
         error = tc_fail(out, TC_VALIDATION, "old_string must not be empty");
         goto done;
     }
     long long size = 0;
-    int err = tc_read_file(path, EDIT_CAP, &data, &size);
+    int fd;
+    int err = tc_open_replaced(path, &fd);
+    if (!err) err = tc_read_fd(fd, EDIT_CAP, &data, &size);
     if (err == EFBIG) {
         error = tc_fail(out, TC_EXECUTION, "%s is too large to edit (%lld bytes; the cap is %u)",
-                        path, size, EDIT_CAP);
+                        shown, size, EDIT_CAP);
         goto done;
     }
     if (err) {
-        error = tc_fail_errno(out, err, "cannot edit", path);
+        error = tc_fail_errno(out, err, TC_WRITING, "cannot edit", path);
         goto done;
     }
     if (data.len && tc_is_binary(data.data, data.len)) {
-        error = tc_fail(out, TC_EXECUTION, "%s is a binary file; file_edit only edits text", path);
+        error = tc_fail(out, TC_EXECUTION, "%s is a binary file; file_edit only edits text", shown);
         goto done;
     }
     size_t count = 0;
@@ -49,14 +57,14 @@ static const char *run(const char *args, tc_buf *out) {
         error = tc_fail(out, TC_EXECUTION,
                         "old_string was not found in %s (it must match exactly, including "
                         "whitespace and indentation)",
-                        path);
+                        shown);
         goto done;
     }
     if (count > 1 && !all) {
         error = tc_fail(out, TC_EXECUTION,
                         "old_string occurs %zu times in %s; include more surrounding text to "
                         "make it unique, or pass replace_all=true",
-                        count, path);
+                        count, shown);
         goto done;
     }
     p = data.data;
@@ -66,15 +74,21 @@ static const char *run(const char *args, tc_buf *out) {
         p = hit + old_len;
     }
     tc_buf_put(&edited, p, (size_t)(end - p));
-    err = tc_write_file(path, edited.data, edited.len, O_TRUNC);
+    tc_temp t;
+    if ((err = tc_temp_create(&t, args, path)) == 0) {
+        err = tc_temp_write(&t, edited.data ? edited.data : "", edited.len);
+        if (!err) err = tc_temp_finish(&t);
+    }
     if (err) {
-        error = tc_fail_errno(out, err, "cannot edit", path);
+        error = tc_fail_errno(out, err, TC_WRITING, "cannot edit", path);
+        tc_buf_puts(out, "; the file was left as it was");
         goto done;
     }
-    tc_buf_printf(out, "replaced %zu occurrence%s in %s", count, count == 1 ? "" : "s", path);
+    tc_buf_printf(out, "replaced %zu occurrence%s in %s", count, count == 1 ? "" : "s", shown);
 done:
     tc_buf_free(&data);
     tc_buf_free(&edited);
+    free(shown);
     free(path);
     free(old);
     free(new);

@@ -25,18 +25,21 @@ static const char *run(const char *args, tc_buf *out) {
     long long offset = tc_arg_int(args, "offset", 0);
     long long limit = tc_arg_int(args, "limit", -1);
     const char *error = NULL;
+    char *shown = NULL;
     tc_buf data = {0};
     int latin1 = 0;
     if (!path) {
         error = tc_fail(out, TC_VALIDATION, "path is required");
         goto done;
     }
+    shown = tc_name(path);
     if (encoding && strcmp(encoding, "utf-8") != 0 && strcmp(encoding, "utf8") != 0) {
         if (strcmp(encoding, "latin-1") == 0 || strcmp(encoding, "iso-8859-1") == 0) {
             latin1 = 1;
         } else {
-            error = tc_fail(out, TC_VALIDATION, "encoding must be utf-8 or latin-1, not %s",
-                            encoding);
+            char *bad = tc_name(encoding);
+            error = tc_fail(out, TC_VALIDATION, "encoding must be utf-8 or latin-1, not %s", bad);
+            free(bad);
             goto done;
         }
     }
@@ -46,11 +49,11 @@ static const char *run(const char *args, tc_buf *out) {
         error = tc_fail(out, TC_EXECUTION,
                         "%s is too large to read (%lld bytes; the cap is %u bytes); use "
                         "file_search to find the part you need",
-                        path, size, READ_CAP);
+                        shown, size, READ_CAP);
         goto done;
     }
     if (err) {
-        error = tc_fail_errno(out, err, "cannot read", path);
+        error = tc_fail_errno(out, err, TC_READING, "cannot read", path);
         goto done;
     }
     if (data.len && (memchr(data.data, '\0', data.len < 8192 ? data.len : 8192) ||
@@ -59,7 +62,7 @@ static const char *run(const char *args, tc_buf *out) {
                         "%s is a binary file (%zu bytes), not %s text; file_read only returns "
                         "text: use file_list for its size, or another tool that understands "
                         "the format",
-                        path, data.len, latin1 ? "latin-1" : "UTF-8");
+                        shown, data.len, latin1 ? "latin-1" : "UTF-8");
         goto done;
     }
     /* The window [offset, offset + limit) of lines (0-based). */
@@ -82,6 +85,7 @@ static const char *run(const char *args, tc_buf *out) {
     else tc_buf_put(out, p, (size_t)(q - p));
 done:
     tc_buf_free(&data);
+    free(shown);
     free(path);
     free(encoding);
     return error;

@@ -1,4 +1,10 @@
-/* file_write: write (overwrite, append or create) a text file. */
+/*
+ * file_write: write (overwrite, append or create) a text file.
+ *
+ * The new content -- for append, the old content followed by the text -- goes into the
+ * temporary file the host named (see tc_temp_create); the host renames it over the target
+ * once this tool reported success, so the target holds either its old or its new content.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -32,43 +38,58 @@ static const char *run(const char *args, tc_buf *out) {
     char *mode = tc_arg_str(args, "mode", NULL);
     int parents = tc_arg_bool(args, "create_parents", 0);
     const char *error = NULL;
-    int flags;
+    char *shown = NULL;
+    int append = 0, create = 0, from = -1, err;
     if (!path || !content) {
         error = tc_fail(out, TC_VALIDATION, "path and content are required");
         goto done;
     }
-    if (!mode || strcmp(mode, "overwrite") == 0) flags = O_CREAT | O_TRUNC;
-    else if (strcmp(mode, "append") == 0) flags = O_CREAT | O_APPEND;
-    else if (strcmp(mode, "create") == 0) flags = O_CREAT | O_EXCL;
-    else {
+    shown = tc_name(path);
+    if (mode && strcmp(mode, "append") == 0) append = 1;
+    else if (mode && strcmp(mode, "create") == 0) create = 1;
+    else if (mode && strcmp(mode, "overwrite") != 0) {
+        char *bad = tc_name(mode);
         error = tc_fail(out, TC_VALIDATION, "mode must be overwrite, append or create, not %s",
-                        mode);
+                        bad);
+        free(bad);
         goto done;
     }
-    if (parents) {
-        int err = make_parents(path);
-        if (err) {
-            error = tc_fail_errno(out, err, "cannot create the parent directories of", path);
-            goto done;
-        }
+    if (parents && (err = make_parents(path)) != 0) {
+        error = tc_fail_errno(out, err, TC_WRITING, "cannot create the parent directories of",
+                              path);
+        goto done;
     }
-    int err = tc_write_file(path, content, len, flags);
-    if (err == EEXIST) {
+    struct stat st;
+    if (create && lstat(path, &st) == 0) {
         error = tc_fail(out, TC_EXECUTION,
                         "%s already exists (mode=create never replaces a file; use "
                         "mode=overwrite or append)",
-                        path);
-    } else if (err == ENOENT && !parents) {
+                        shown);
+        goto done;
+    }
+    if (append && (err = tc_open_replaced(path, &from)) != 0 && err != ENOENT) {
+        error = tc_fail_errno(out, err, TC_WRITING, "cannot append to", path);
+        goto done;
+    }
+    tc_temp t;
+    if ((err = tc_temp_create(&t, args, path)) == 0) {
+        if (from >= 0) err = tc_temp_copy(&t, from);
+        if (!err) err = tc_temp_write(&t, content, len);
+        if (!err) err = tc_temp_finish(&t);
+    }
+    if (err == ENOENT && !parents) {
         error = tc_fail(out, TC_EXECUTION,
                         "cannot write: the directory of %s does not exist (pass "
                         "create_parents=true to create it)",
-                        path);
+                        shown);
     } else if (err) {
-        error = tc_fail_errno(out, err, "cannot write", path);
+        error = tc_fail_errno(out, err, TC_WRITING, "cannot write", path);
+        tc_buf_puts(out, "; the file was left as it was");
     } else {
-        tc_buf_printf(out, "wrote %zu bytes to %s", len, path);
+        tc_buf_printf(out, "wrote %zu bytes to %s", len, shown);
     }
 done:
+    free(shown);
     free(path);
     free(content);
     free(mode);
