@@ -8,45 +8,118 @@ caller waits for it with a timeout, and on timeout (or when the caller is cancel
 task is cancelled and *abandoned* -- the caller gets its result on time, and the task
 finishes on its own, kept referenced until it does.
 
-Abandoning is the last resort, not the way work is stopped: cancellation still reaches the
-tool at once, WASM guests are interrupted by their epoch deadline and shell commands by a
-process-group kill, so nothing runs on unobserved for long.
+Abandoning is the last resort, not the way work is stopped. The call's absolute deadline is
+visible to the tool while it runs (:func:`current_deadline`), and a tool that stops its own
+work at that deadline says so with :func:`claim_deadline` -- the WASM runner does: its
+guest's epoch deadline is the pipeline's, so the guest is stopped *inside* wasmtime and the
+tool reports the timeout itself. For such a tool the pipeline neither cancels nor abandons
+at the deadline: it waits a grace period more (:data:`STOP_GRACE`) for the tool's own
+answer, which is also what it reports -- a tool that finished its work just at the deadline
+reports success, never a timeout beside work that landed. Only a tool still running after
+the grace is cancelled and abandoned. When the caller is cancelled, such a tool is cancelled
+and waited for (at most the grace) before the cancellation goes on, so the work has stopped
+by then. Every other tool is cancelled (and abandoned) at the deadline itself.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
+import time
 from collections.abc import Coroutine
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, TypeVar
+
+import anyio
 
 T = TypeVar("T")
 logger = logging.getLogger("toolcage")
 
+STOP_GRACE = 2.0
+"""Seconds past the deadline that a tool which stops its own work has to report."""
+
 _abandoned: set[asyncio.Task[Any]] = set()
+
+
+@dataclass(slots=True)
+class CallDeadline:
+    """The deadline of the tool call running in the current context."""
+
+    at: float
+    """``time.monotonic()`` value at which the call times out."""
+    seconds: float
+    """The timeout it was computed from, for messages."""
+    claimed: bool = False
+    """Whether the tool stops its own work at :attr:`at` (see :func:`claim_deadline`)."""
+
+
+_current: ContextVar[CallDeadline | None] = ContextVar("toolcage_call_deadline", default=None)
+
+
+def current_deadline() -> CallDeadline | None:
+    """The deadline of the tool call running in this context, if the pipeline set one."""
+    return _current.get()
+
+
+def claim_deadline() -> CallDeadline | None:
+    """Promise that the current tool stops its own work at the call's deadline.
+
+    The pipeline then waits :data:`STOP_GRACE` past the deadline for the tool's own result
+    before it abandons the call. Returns the deadline (``None`` outside a pipeline call).
+    """
+    deadline = _current.get()
+    if deadline is not None:
+        deadline.claimed = True
+    return deadline
 
 
 class DeadlineExceeded(Exception):
     """The work did not finish within its timeout."""
 
 
-async def run_with_deadline(work: Coroutine[Any, Any, T], timeout: float) -> T:  # noqa: ASYNC109 - the point of this seam (see the module docstring)
-    """Run ``work`` as a task; its result, or :class:`DeadlineExceeded` after ``timeout`` s."""
+async def run_with_deadline(
+    work: Coroutine[Any, Any, T],
+    timeout: float,  # noqa: ASYNC109 - the point of this seam (see the module docstring)
+    *,
+    grace: float = STOP_GRACE,
+) -> T:
+    """Run ``work`` as a task; its result, or :class:`DeadlineExceeded` (see the module doc).
+
+    ``grace`` is how long past the deadline a tool that claimed it may take to answer.
+    """
     loop = asyncio.get_running_loop()
-    task = loop.create_task(work)
-    # What asyncio.wait does, without its per-call set and list bookkeeping.
+    deadline = CallDeadline(time.monotonic() + timeout, timeout)
+    token = _current.set(deadline)
+    try:
+        task = loop.create_task(work)  # the task's context is a copy with ``deadline`` set
+    finally:
+        _current.reset(token)
     waiter = loop.create_future()
-    wake = functools.partial(_wake, waiter)
+    timers: list[asyncio.TimerHandle] = []
+
+    def wake(*_: object) -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    def at_deadline() -> None:
+        if deadline.claimed:
+            timers.append(loop.call_later(grace, wake))
+        else:
+            wake()
+
     task.add_done_callback(wake)
-    timer = loop.call_later(timeout, wake)
+    timers.append(loop.call_later(timeout, at_deadline))
     try:
         await waiter
     except BaseException:
+        if deadline.claimed and not task.done():
+            await _stop_waiting(task, grace)
         _abandon(task)
         raise
     finally:
-        timer.cancel()
+        for timer in timers:
+            timer.cancel()
         task.remove_done_callback(wake)
     if not task.done():
         _abandon(task)
@@ -54,9 +127,12 @@ async def run_with_deadline(work: Coroutine[Any, Any, T], timeout: float) -> T: 
     return task.result()
 
 
-def _wake(waiter: asyncio.Future[None], *_: object) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
+async def _stop_waiting(task: asyncio.Task[Any], grace: float) -> None:
+    """The caller was cancelled: cancel a tool that stops its own work, and give it
+    ``grace`` seconds to do so before the caller's cancellation goes on."""
+    task.cancel()
+    with anyio.CancelScope(shield=True):
+        await asyncio.wait({task}, timeout=grace)
 
 
 def abandoned_count() -> int:

@@ -1,9 +1,11 @@
 """``@tool``: a host-trusted Python function as a tool, declared from its signature.
 
 The parameters' type hints become the JSON Schema (through pydantic, so ``str``, ``int``,
-``float``, ``bool``, ``list``, ``dict``, ``Optional``, ``Literal``, enums and nested pydantic
-models all work), the docstring's first line the description, and its ``Args:`` section
-(or ``:param name:`` lines) the per-parameter descriptions::
+``float``, ``bool``, ``list``, ``dict``, ``Optional``, ``Literal``, enums, nested pydantic
+models and ``Annotated[int, Field(ge=1, description=...)]`` constraints all work). The
+docstring, without its parameter section, is the description; the parameter section --
+Google ``Args:``, NumPy ``Parameters`` or Sphinx ``:param x:``, read by ``docstring_parser``
+-- gives each parameter's description, unless its ``Field`` has one::
 
     @tool(safety_tier=SafetyTier.READ_ONLY, timeout=5)
     def word_count(text: str, unique: bool = False) -> int:
@@ -17,9 +19,14 @@ models all work), the docstring's first line the description, and its ``Args:`` 
         return len(set(words) if unique else words)
 
 A parameter annotated :class:`ToolExecutionContext` receives the call's context and is not
-part of the schema. Synchronous functions run in a worker thread, so they never block the
-event loop; a return value that is not a :class:`ToolResult` becomes its text (strings as
-they are, anything else as JSON, also kept in ``details``).
+part of the schema. A return value that is not a :class:`ToolResult` becomes its text
+(strings as they are, anything else as JSON, also kept in ``details``).
+
+Synchronous functions run in a daemon worker thread, so they block neither the event loop
+nor the process's exit. At the deadline the call returns ``timeout``, but Python cannot stop
+a thread: the function runs on until it returns, and what it does meanwhile still happens.
+``@tool(process=True)`` runs each call in a worker process instead, killed at the deadline
+(see :mod:`._process_call` for what that asks of the function).
 """
 
 from __future__ import annotations
@@ -27,25 +34,23 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-import re
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, overload
 
-import anyio.to_thread
+import docstring_parser
 import pydantic
+from pydantic.fields import FieldInfo
 
 from ._errors import ToolValidationError, UsageError
+from ._process_call import call_in_process, importable_name
 from ._result import ToolResult
+from ._threads import run_in_worker
 from ._tool import FunctionDecl, SafetyTier, ToolExecutionContext
-
-_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
-_GOOGLE_ARG = re.compile(r"^\s+(\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
-_SPHINX_ARG = re.compile(r"^\s*:param\s+(?:[\w\[\], ]+\s+)?(\w+):\s*(.*)$")
 
 
 class FunctionTool:
-    """A Python function wrapped as a :class:`~toolcage.runtime.Tool`."""
+    """A Python function wrapped as a :class:`~toolcage.runtime.abc.Tool`."""
 
     __name__: str
 
@@ -57,16 +62,18 @@ class FunctionTool:
         description: str | None = None,
         safety_tier: SafetyTier = SafetyTier.SIDE_EFFECTING,
         timeout: float = 30.0,
+        process: bool = False,
     ) -> None:
         self.func = func
         self.safety_tier = safety_tier
         self.timeout = timeout
         self._is_async = inspect.iscoroutinefunction(func)
-        summary, param_docs = parse_docstring(inspect.getdoc(func) or "")
+        docstring, param_docs = parse_docstring(inspect.getdoc(func) or "")
         self._context_param, self._model = _arguments_model(func, param_docs)
+        self._process = _process_target(func, self._is_async, self._context_param, process)
         self._decl = FunctionDecl(
             name=name or func.__name__,
-            description=description or summary or func.__name__.replace("_", " "),
+            description=description or docstring or func.__name__.replace("_", " "),
             parameters=_inline_schema(self._model.model_json_schema()),
         )
         functools.update_wrapper(self, func)
@@ -88,9 +95,11 @@ class FunctionTool:
             kwargs[self._context_param] = ctx
         if self._is_async:
             value = await self.func(**kwargs)
+        elif self._process is not None:
+            module, qualname = self._process
+            value = await call_in_process(self._decl.name, module, qualname, kwargs, self.timeout)
         else:
-            call = functools.partial(self.func, **kwargs)
-            value = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+            value = await run_in_worker(functools.partial(self.func, **kwargs))
         return as_result(value)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -106,6 +115,7 @@ def tool(
     description: str | None = None,
     safety_tier: SafetyTier = SafetyTier.SIDE_EFFECTING,
     timeout: float = 30.0,
+    process: bool = False,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
     func: Callable[..., Any] | None = None,
@@ -115,12 +125,18 @@ def tool(
     description: str | None = None,
     safety_tier: SafetyTier = SafetyTier.SIDE_EFFECTING,
     timeout: float = 30.0,
+    process: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Declare a Python function as a tool (see the module docstring)."""
 
     def wrap(f: Callable[..., Any]) -> FunctionTool:
         return FunctionTool(
-            f, name=name, description=description, safety_tier=safety_tier, timeout=timeout
+            f,
+            name=name,
+            description=description,
+            safety_tier=safety_tier,
+            timeout=timeout,
+            process=process,
         )
 
     return wrap(func) if func is not None else wrap
@@ -141,40 +157,18 @@ def as_result(value: Any) -> ToolResult:
 
 
 def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """The first line, and per-parameter descriptions (Google ``Args:`` or ``:param x:``)."""
-    lines = doc.splitlines()
-    summary = lines[0].strip() if lines else ""
-    params: dict[str, str] = {}
-    in_args = False
-    current: str | None = None
-    for line in lines[1:]:
-        if _ARGS_HEADER.match(line):
-            in_args, current = True, None
-            continue
-        if match := _SPHINX_ARG.match(line):
-            current = match.group(1)
-            params[current] = match.group(2).strip()
-            continue
-        if in_args:
-            if line.strip() and not line.startswith((" ", "\t")):
-                in_args, current = False, None  # the next section began
-                continue
-            if match := _GOOGLE_ARG.match(line):
-                indent = len(line) - len(line.lstrip())
-                if current is None or indent <= _indent_of_args(lines, current):
-                    current = match.group(1)
-                    params[current] = match.group(2).strip()
-                    continue
-            if current is not None and line.strip():
-                params[current] = f"{params[current]} {line.strip()}".strip()
-    return summary, params
-
-
-def _indent_of_args(lines: list[str], name: str) -> int:
-    for line in lines:
-        if _GOOGLE_ARG.match(line) and line.lstrip().startswith(name):
-            return len(line) - len(line.lstrip())
-    return 0
+    """The description (the docstring without its parameter section) and each parameter's
+    description, from a Google, NumPy or Sphinx style docstring."""
+    try:
+        parsed = docstring_parser.parse(doc)
+    except docstring_parser.ParseError:
+        return doc.strip(), {}
+    parts = [parsed.short_description, parsed.long_description]
+    if parsed.returns is not None and parsed.returns.description:
+        parts.append(f"Returns: {parsed.returns.description}")
+    description = "\n\n".join(p.strip() for p in parts if p and p.strip())
+    params = {p.arg_name: " ".join(p.description.split()) for p in parsed.params if p.description}
+    return description, params
 
 
 def _arguments_model(
@@ -195,17 +189,47 @@ def _arguments_model(
         if _is_context(annotation):
             context_param = param.name
             continue
-        default = ... if param.default is param.empty else param.default
-        fields[param.name] = (
-            annotation,
-            pydantic.Field(default, description=docs.get(param.name)),
-        )
+        fields[param.name] = _field(param, annotation, docs.get(param.name))
     model = pydantic.create_model(
         f"{func.__name__}_arguments",
         __config__=pydantic.ConfigDict(extra="forbid"),
         **fields,
     )
     return context_param, model
+
+
+def _field(param: inspect.Parameter, annotation: Any, doc: str | None) -> tuple[Any, Any]:
+    """The parameter's type and field: its default (which may itself be a ``Field``), and
+    the docstring's description unless the annotation or that ``Field`` gives one."""
+    default = param.default
+    field_described = isinstance(default, FieldInfo) and bool(default.description)
+    if doc and not field_described and not _described(annotation):
+        annotation = typing.Annotated[annotation, pydantic.Field(description=doc)]
+    if isinstance(default, FieldInfo):
+        return annotation, default
+    return annotation, pydantic.Field(... if default is param.empty else default)
+
+
+def _described(annotation: Any) -> bool:
+    """Whether ``Annotated[..., Field(description=...)]`` describes the parameter."""
+    if typing.get_origin(annotation) is not typing.Annotated:
+        return False
+    return any(isinstance(m, FieldInfo) and m.description for m in annotation.__metadata__)
+
+
+def _process_target(
+    func: Callable[..., Any], is_async: bool, context_param: str | None, process: bool
+) -> tuple[str, str] | None:
+    """Where a ``process=True`` tool's worker finds ``func`` (module, qualified name)."""
+    if not process:
+        return None
+    if is_async:
+        raise UsageError(f"{func.__name__}: process=True is for synchronous functions")
+    if context_param is not None:
+        raise UsageError(
+            f"{func.__name__}: a tool run in a worker process cannot take the call's context"
+        )
+    return importable_name(func)
 
 
 def _is_context(annotation: Any) -> bool:

@@ -1,7 +1,8 @@
 """Truncation of large outputs, and the bounded store that keeps them readable.
 
 A model's context is small, so the pipeline cuts text output at a byte limit (16 KB by
-default, never inside a UTF-8 character) and appends::
+default, never inside a UTF-8 character; details, display and error messages are bounded
+the same way, see :mod:`._bounds`) and appends::
 
     [output truncated — original size: 142,857 bytes]
     [full output: call tool_output_read with handle "out_5f1c9a2e4b7d" to read more]

@@ -2,16 +2,20 @@
 
 In order, each step able to end the call with its own error envelope:
 
-1. **lookup** -- unknown or disabled for this agent: ``not_found``;
-2. **decode** -- arguments as an object (JSON text is parsed; oversized input refused);
+1. **lookup** -- a tool name that is not a string: ``validation_error``; unknown or
+   disabled for this agent: ``not_found``; the runtime is closed: ``cancelled``;
+2. **decode** -- arguments as an object (JSON text is parsed; input that is too large, too
+   deep or not plain JSON is refused, see :mod:`._arguments`);
 3. **before hooks** -- may block (``blocked``) or rewrite the arguments;
 4. **safety gate** -- privileged tools need approval: ``permission_denied``;
 5. **normalise** -- camelCase/snake_case names, JSON-in-a-string values;
 6. **validate** -- JSON Schema: ``validation_error`` naming field, expectation and value;
 7. **security checks** -- paths, shell, egress: ``permission_denied``;
 8. **execute under a deadline** -- ``timeout`` on time even if the tool ignores
-   cancellation; any exception becomes ``execution_error``;
-9. **truncate** -- text beyond the byte limit is cut and kept in the output store;
+   cancellation (a tool that stops its own work at the deadline reports it, see
+   :mod:`._deadline`); any exception becomes ``execution_error``;
+9. **bound** -- every part of the result (text, details, display, an error's message)
+   beyond the byte limit is cut and kept in the output store (see :mod:`._bounds`);
 10. **after / persist hooks**, then the ``tool_execution_end`` event.
 
 Every call yields exactly one :class:`ToolResult`, with its duration, and emits one start and
@@ -22,7 +26,6 @@ one end event. Only the caller's own cancellation propagates (after the end even
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import secrets
 import time
@@ -33,8 +36,16 @@ import anyio
 from toolcage.policies import LimitsConfig, ToolOverride
 
 from ._approval import SafetyGate
-from ._arguments import ArgumentSpec, decode_arguments, normalise_arguments, validate_arguments
-from ._deadline import DeadlineExceeded, run_with_deadline
+from ._arguments import (
+    MAX_NAME_CHARS,
+    ArgumentSpec,
+    checked_tool_name,
+    decode_arguments,
+    normalise_arguments,
+    validate_arguments,
+)
+from ._bounds import bound_error, bound_result, detach
+from ._deadline import STOP_GRACE, DeadlineExceeded, run_with_deadline
 from ._errors import (
     ToolBlockedError,
     ToolCancelledError,
@@ -43,11 +54,11 @@ from ._errors import (
     ToolTimeoutError,
 )
 from ._hooks import Hooks, ToolExecutionEnd, ToolExecutionStart, ToolExecutionUpdate
-from ._output_store import OutputStore, cut_utf8, truncation_marker
+from ._output_store import OutputStore
 from ._registry import ToolRegistry
-from ._result import TextContent, ToolResult
+from ._result import ToolResult
 from ._security import SecurityCheck
-from ._tool import ProgressCallback, ProgressUpdate, ToolCall, ToolExecutionContext
+from ._tool import TOOL_NAME, ProgressCallback, ProgressUpdate, ToolCall, ToolExecutionContext
 
 logger = logging.getLogger("toolcage")
 
@@ -75,11 +86,24 @@ class ToolPipeline:
         self.hooks = hooks or Hooks()
         self.checks = checks if checks is not None else []
         self.overrides = dict(overrides or {})
+        self.stop_grace = STOP_GRACE
+        """Seconds past the deadline a tool that stops its own work has to report."""
+        self.closed = False
+        """Set when the runtime closes: every later call is refused (``cancelled``)."""
         self._specs: dict[str, ArgumentSpec] = {}
 
     async def execute(self, call: ToolCall, ctx: ToolExecutionContext) -> ToolResult:
         """Run one call; always returns its result (see the module docstring)."""
         started = time.perf_counter()
+        refusal: ToolError | None = None
+        name = call.name
+        if (
+            not isinstance(name, str)
+            or len(name) > MAX_NAME_CHARS
+            or TOOL_NAME.fullmatch(name) is None
+        ):
+            name, refusal = checked_tool_name(call.name)
+            call = ToolCall(name, call.arguments, call.id)
         if not call.id:
             call = ToolCall(call.name, call.arguments, "call_" + secrets.token_hex(8))
         ctx = ctx.for_call(call.id, ctx.progress)
@@ -88,12 +112,14 @@ class ToolPipeline:
         if self.hooks.listeners:
             await self.hooks.emit(ToolExecutionStart(call, ctx))
         try:
+            if refusal is not None:
+                raise refusal
             result = await self._run(call, ctx)
         except ToolError as exc:
-            result = ToolResult.failure(call.name, exc)
+            result = self._failure(call, exc, ctx)
         except Exception as exc:
             logger.exception("tool %s failed", call.name)
-            result = ToolResult.failure(call.name, ToolExecutionError(_describe_crash(exc)))
+            result = self._failure(call, ToolExecutionError(_describe_crash(exc)), ctx)
         except BaseException as exc:
             if not isinstance(exc, anyio.get_cancelled_exc_class()):
                 raise
@@ -104,6 +130,8 @@ class ToolPipeline:
         return await self._finish(call, ctx, result, started)
 
     async def _run(self, call: ToolCall, ctx: ToolExecutionContext) -> ToolResult:
+        if self.closed:
+            raise ToolCancelledError(f"Tool {call.name} was cancelled: the runtime is closed")
         tool = self.registry.get(call.name, ctx.agent_id)
         args = decode_arguments(call.arguments, self.limits.max_argument_bytes)
         if self.hooks.before:
@@ -121,7 +149,9 @@ class ToolPipeline:
         override = self.overrides.get(call.name, NO_OVERRIDE)
         timeout = override.timeout or tool.timeout or self.limits.default_timeout
         try:
-            result = await run_with_deadline(tool.execute(checked, ctx), timeout)
+            result = await run_with_deadline(
+                tool.execute(checked, ctx), timeout, grace=self.stop_grace
+            )
         except DeadlineExceeded:
             raise ToolTimeoutError(f"Tool {call.name} timed out after {timeout:g} s") from None
         except TimeoutError as exc:
@@ -134,7 +164,15 @@ class ToolPipeline:
             )
         if result.is_error and result.error is None:
             raise ToolExecutionError(result.output_text or f"Tool {call.name} failed")
-        return self._truncate(result, override.truncate_bytes or self.limits.truncate_bytes, ctx)
+        limit = override.truncate_bytes or self.limits.truncate_bytes
+        return bound_result(result, limit, self.output_store, ctx)
+
+    def _failure(self, call: ToolCall, error: ToolError, ctx: ToolExecutionContext) -> ToolResult:
+        """The result of a failed call: its error bounded and holding no frames."""
+        override = self.overrides.get(call.name, NO_OVERRIDE)
+        limit = override.truncate_bytes or self.limits.truncate_bytes
+        bounded = bound_error(detach(error), limit, self.output_store, ctx)
+        return ToolResult.failure(call.name, bounded)
 
     async def _finish(
         self, call: ToolCall, ctx: ToolExecutionContext, result: ToolResult, started: float
@@ -162,18 +200,6 @@ class ToolPipeline:
         if spec is None:
             spec = self._specs[name] = ArgumentSpec.of(self.registry.declaration(name))
         return spec
-
-    def _truncate(self, result: ToolResult, limit: int, ctx: ToolExecutionContext) -> ToolResult:
-        texts = [b for b in result.content if isinstance(b, TextContent)]
-        if sum(len(b.text) for b in texts) <= limit // 4:
-            return result  # cannot exceed the limit even at 4 bytes per character
-        data = result.output_text.encode("utf-8")
-        if len(data) <= limit:
-            return result
-        handle = self.output_store.put(data, ctx)
-        shown = cut_utf8(data, limit).decode("utf-8") + truncation_marker(len(data), handle)
-        others = tuple(b for b in result.content if not isinstance(b, TextContent))
-        return dataclasses.replace(result, content=(TextContent(shown), *others))
 
     def _progress_sink(self, call: ToolCall, ctx: ToolExecutionContext) -> ProgressCallback:
         """Progress reports become ``tool_execution_update`` events, from any thread."""

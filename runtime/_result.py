@@ -40,7 +40,9 @@ class ToolResult:
     content: tuple[ContentBlock, ...] = ()
     """What the model sees."""
     details: Any = None
-    """Structured, JSON-serialisable data for the host (not necessarily shown to the model)."""
+    """Structured, JSON-serialisable data for the host (not necessarily shown to the model).
+    The pipeline bounds it like text: details too large as JSON become a small object naming
+    the handle of the full JSON (see :mod:`._bounds`)."""
     display: str | None = None
     """A short human-readable summary for UIs."""
     is_error: bool = False

@@ -39,7 +39,7 @@ class FunctionDecl:
     name: str
     """Unique snake_case name."""
     description: str
-    """One line that tells a model when to use the tool."""
+    """What the tool does and when to use it; its first line is the summary listings show."""
     parameters: Mapping[str, Any]
     """JSON Schema of the arguments object (``{"type": "object", "properties": ...}``)."""
 

@@ -1,7 +1,9 @@
 """The WASM runner: WASI guest tools in wasmtime, under the limits and mounts of their policy.
 
-- :mod:`._engine` -- one engine per runtime, epoch interruption and its ticker;
-- :mod:`._modules` -- built modules from the package data, compiled once, cached on disk;
+- :mod:`._engine` -- one engine per runtime, epoch interruption and its ticker, made on
+  first use and released (its guests stopped) on close;
+- :mod:`._modules` -- built modules from the package data, compiled once, cached on disk
+  in files sealed with a per-user key (:mod:`._sealed`);
 - :mod:`._runner` -- a fresh store and instance per call, WASI from the granted mounts;
 - :mod:`._control` -- stopping a guest at its deadline or on cancellation;
 - :mod:`._outcome` -- how a guest ended, mapped onto the error envelope in one place;

@@ -2,8 +2,9 @@
 
 Each store gets an epoch deadline of one tick and a deadline callback (wasmtime's
 ``wasmtime_store_epoch_deadline_callback``). At every tick that reaches a running guest the
-callback looks at the call's :class:`CallControl`: past its deadline, or stopped by the
-awaiting task (cancellation), it returns an error and wasmtime unwinds the guest at once;
+callback looks at the call's :class:`CallControl`: past its deadline, or stopped (the
+awaiting task was cancelled, or the engine is closing), it returns an error and wasmtime
+unwinds the guest at once;
 otherwise it extends the deadline by one tick. Guests shorter than a tick never see it.
 """
 
@@ -28,7 +29,8 @@ class CallControl:
         self.deadline = deadline
         """``time.monotonic()`` value at which the guest is stopped."""
         self.reason: str | None = None
-        """Why the guest was stopped (``"timeout"`` or ``"cancelled"``), once it was."""
+        """Why the guest was stopped, once it was: ``"timeout"``, ``"cancelled"`` (by the
+        awaiting task) or ``"closed"`` (its engine was closed)."""
         self._lock = threading.Lock()
 
     def stop(self, reason: str) -> None:

@@ -1,21 +1,43 @@
-"""One wasmtime :class:`~wasmtime.Engine` per runtime, with epoch interruption and its clock.
+"""One wasmtime :class:`~wasmtime.Engine` per runtime: its clock, its guests, its release.
 
 Epoch interruption is how a guest is stopped *inside* wasmtime: compiled code checks the
 engine's epoch counter at loop heads and function entries, and a store whose deadline has
 passed calls back into the host (see :mod:`._control`). A daemon thread advances the epoch
-every :data:`TICK` seconds from the first guest run until the engine is closed; it costs
-nothing measurable per call. An engine that never ran a guest holds no thread.
+every :data:`TICK` seconds from the first guest run until the engine is released; it costs
+nothing measurable per call.
+
+The engine reserves its pooling allocator's slots when it is created (about 512 GiB of
+address space and a few hundred mappings), so it is created on first use -- a runtime that
+never runs a guest reserves nothing -- and released by :meth:`WasmEngine.close`: every
+running guest is stopped (at the next tick), close waits for them (at most
+:data:`CLOSE_GRACE` seconds), then the wasmtime objects made for the engine (registered with
+:meth:`WasmEngine.on_release`) and the engine itself are freed, which returns the
+reservation. A guest that does not stop in time (it is blocked in a host call, where epochs
+do not reach) delays the release until it ends; it never blocks the caller longer.
+
+At interpreter exit every engine still open is closed the same way, and the exit waits
+(at most :data:`EXIT_GRACE` seconds in all) until wasmtime's own threads have finished
+calling back into Python: a guest's stdout and stderr are written, and finally dropped, by
+wasmtime's tokio threads through Python callbacks, and a callback that runs while the
+interpreter finalizes aborts the process ("panic in a function that cannot unwind").
 """
 
 from __future__ import annotations
 
+import atexit
 import threading
+import time
 import warnings
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import wasmtime
 from wasmtime import _ffi as ffi
+from wasmtime import _wasi
 
 from ._affinity import GuestCpu
+from ._control import CallControl
 
 TICK = 0.005
 """Seconds between epoch ticks: the resolution at which a running guest is stopped."""
@@ -23,9 +45,19 @@ TICK = 0.005
 POOL_INSTANCES = 128
 """Guest instances that can be alive at once with the pooling allocator."""
 
+CLOSE_GRACE = 5.0
+"""Seconds :meth:`WasmEngine.close` waits for running guests to stop."""
+
+EXIT_GRACE = 2.0
+"""Seconds the interpreter's exit waits for guests to stop and wasmtime's callbacks to end."""
+
+
+class EngineClosedError(RuntimeError):
+    """The engine was closed: it runs no more guests."""
+
 
 class WasmEngine:
-    """The engine and its epoch ticker; close it (or use ``with``) when done.
+    """The engine, its epoch ticker and its running guests; close it (or use ``with``).
 
     ::
 
@@ -33,55 +65,130 @@ class WasmEngine:
             module = wasmtime.Module(engine.engine, wasm_bytes)
     """
 
-    def __init__(self, *, max_memory_bytes: int = 256 << 20, one_cpu: bool = True) -> None:
-        config = wasmtime.Config()
-        config.epoch_interruption = True
-        # A guest gets a fresh instance per call; copy-on-write initial memory keeps that cheap.
-        config.memory_init_cow = True
-        _use_pooling_allocator(config, max_memory_bytes)
-        self.engine = wasmtime.Engine(config)
-        """The wasmtime engine every module of this runtime is compiled for."""
+    def __init__(
+        self,
+        *,
+        max_memory_bytes: int = 256 << 20,
+        one_cpu: bool = True,
+        on_open: Callable[[], None] | None = None,
+    ) -> None:
+        self.max_memory_bytes = max_memory_bytes
+        """The largest memory any guest of this engine may have (sizes the pool's slots)."""
         self.settings = f"epoch,cow,pooling:{max_memory_bytes}"
         """The settings that compiled code depends on (part of the compile cache's key)."""
         self.guest_cpu = GuestCpu(one_cpu)
         """Where guest calls run (see :mod:`._affinity`)."""
+        self._on_open = on_open
+        self._engine: wasmtime.Engine | None = None
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._running: set[CallControl] = set()
+        self._releases: list[Callable[[], None]] = []
+        self._closing = False
+        self._released = False
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
-        self._lock = threading.Lock()
-        self._closed = False
+        self._slots = threading.BoundedSemaphore(POOL_INSTANCES)
+        _open_engines.add(self)
 
-    def start(self) -> bool:
-        """Start the epoch ticker if it is not running; whether this call started it."""
-        if self._ticker is not None:
-            return False
+    @property
+    def engine(self) -> wasmtime.Engine:
+        """The wasmtime engine (created on first use); :class:`EngineClosedError` once closed."""
+        engine = self._engine
+        if engine is not None and not self._closing:
+            return engine
         with self._lock:
-            if self._ticker is not None:
-                return False
-            if self._closed:
-                raise RuntimeError("WasmEngine is closed")
-            ticker = threading.Thread(target=self._tick, name="toolcage-epoch", daemon=True)
-            ticker.start()
-            self._ticker = ticker
-            return True
-
-    def _tick(self) -> None:
-        while not self._stop.wait(TICK):
-            self.engine.increment_epoch()
+            if self._closing:
+                raise EngineClosedError("the WASM engine is closed")
+            engine = self._engine
+            opened = engine is None
+            if engine is None:
+                engine = self._engine = _new_engine(self.max_memory_bytes)
+        if opened and self._on_open is not None:
+            self._on_open()
+        return engine
 
     @property
     def closed(self) -> bool:
         """Whether :meth:`close` was called."""
-        return self._closed
+        return self._closing
 
-    def close(self) -> None:
-        """Stop the epoch ticker (idempotent). Running guests then stop only at exit."""
-        if self._closed:
-            return
-        self._closed = True
-        self._stop.set()
+    def on_release(self, release: Callable[[], None]) -> None:
+        """Have ``release`` free wasmtime objects made for this engine, before the engine."""
         with self._lock:
-            if self._ticker is not None:
-                self._ticker.join()
+            self._releases.append(release)
+
+    def enter(self, control: CallControl) -> wasmtime.Engine:
+        """Count a guest run as started (and the clock as needed); refused once closed.
+
+        Returns the engine to run it in, which stays valid until :meth:`leave`.
+        """
+        with self._lock:
+            engine = self._engine
+            if self._closing or engine is None:
+                raise EngineClosedError("the WASM engine is closed")
+            self._running.add(control)
+            if self._ticker is None:
+                self._ticker = threading.Thread(
+                    target=self._tick, args=(engine,), name="toolcage-epoch", daemon=True
+                )
+                self._ticker.start()
+        return engine
+
+    @contextmanager
+    def slot(self) -> Iterator[None]:
+        """Hold one of the pool's instance slots (blocking while all are taken)."""
+        with self._slots:
+            yield
+
+    def leave(self, control: CallControl) -> None:
+        """Count a guest run as ended (its store closed); the last one may release the engine."""
+        with self._lock:
+            self._running.discard(control)
+            if self._running:
+                return
+            self._idle.notify_all()
+            release = self._closing and not self._released
+            self._released = self._released or release
+        if release:
+            self._release()
+
+    def running(self) -> int:
+        """How many guests are running now."""
+        return len(self._running)
+
+    def _tick(self, engine: wasmtime.Engine) -> None:
+        while not self._stop.wait(TICK):
+            engine.increment_epoch()
+
+    def close(self, grace: float = CLOSE_GRACE) -> bool:
+        """Stop the running guests, wait for them, release the engine; whether all stopped.
+
+        Idempotent. Guests still running after ``grace`` seconds release the engine when the
+        last of them ends.
+        """
+        with self._lock:
+            self._closing = True
+            for control in self._running:
+                control.stop("closed")
+            stopped = self._idle.wait_for(lambda: not self._running, grace)
+            release = stopped and not self._released
+            self._released = self._released or release
+        if release:
+            self._release()
+        return stopped
+
+    def _release(self) -> None:
+        self._stop.set()
+        ticker = self._ticker
+        if ticker is not None and ticker is not threading.current_thread():
+            ticker.join()
+        for release in self._releases:
+            release()
+        self._releases.clear()
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.close()
 
     def __enter__(self) -> WasmEngine:
         return self
@@ -90,21 +197,48 @@ class WasmEngine:
         self.close()
 
     def __del__(self) -> None:
-        if not getattr(self, "_closed", True) and self._ticker is not None:
+        if not getattr(self, "_closing", True) and self._engine is not None:
             warnings.warn("WasmEngine was not closed", ResourceWarning, stacklevel=1)
             self.close()
+
+
+def _new_engine(max_memory_bytes: int) -> wasmtime.Engine:
+    config = wasmtime.Config()
+    config.epoch_interruption = True
+    # A guest gets a fresh instance per call; copy-on-write initial memory keeps that cheap.
+    config.memory_init_cow = True
+    _use_pooling_allocator(config, max_memory_bytes)
+    return wasmtime.Engine(config)
 
 
 def _use_pooling_allocator(config: wasmtime.Config, max_memory_bytes: int) -> None:
     """Instances from preallocated slots: ~10% off a short call (not exposed by wasmtime-py).
 
     Each slot reserves address space for ``max_memory_bytes`` (no memory is committed until
-    a guest touches it), so no guest of this engine can grow past it.
+    a guest touches it), so no guest of this engine can grow past it. Stacks are pooled per
+    instance too (wasmtime's default of 1,000 stack slots costs ~2,000 mappings).
     """
     pool = ffi.wasmtime_pooling_allocation_config_new()
     ffi.wasmtime_pooling_allocation_config_total_core_instances_set(pool, POOL_INSTANCES)
     ffi.wasmtime_pooling_allocation_config_total_memories_set(pool, POOL_INSTANCES)
     ffi.wasmtime_pooling_allocation_config_total_tables_set(pool, POOL_INSTANCES)
+    ffi.wasmtime_pooling_allocation_config_total_stacks_set(pool, POOL_INSTANCES)
     ffi.wasmtime_pooling_allocation_config_max_memory_size_set(pool, max_memory_bytes)
     ffi.wasmtime_pooling_allocation_strategy_set(config.ptr(), pool)
     ffi.wasmtime_pooling_allocation_config_delete(pool)
+
+
+_open_engines: weakref.WeakSet[WasmEngine] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    """Stop what still runs in wasmtime before the interpreter finalizes (module docstring)."""
+    until = time.monotonic() + EXIT_GRACE
+    for engine in list(_open_engines):
+        engine.close(grace=max(0.0, until - time.monotonic()))
+    # Each live stdout/stderr of a guest holds one handle in wasmtime-py's table of custom
+    # outputs until a tokio thread drops it (through a Python callback).
+    outputs = getattr(_wasi, "CUSTOM_OUTPUTS", None)
+    while outputs is not None and outputs.handles and time.monotonic() < until:
+        time.sleep(0.001)

@@ -7,6 +7,7 @@ from contextlib import AsyncExitStack
 from toolcage.host_bindings import HostBindings
 from toolcage.policies import MountPolicy, ToolcageConfig
 
+from .._threads import run_in_worker
 from .._tool import Tool
 from ._engine import WasmEngine
 from ._runner import GuestLimits, WasmToolRunner
@@ -17,18 +18,20 @@ DEFAULT_OUTPUT_BYTES = 1 << 20
 
 
 def wasm_builtins(config: ToolcageConfig, stack: AsyncExitStack) -> list[Tool]:
-    """One :class:`WasmTool` per declared guest tool; the engine is closed with ``stack``."""
+    """One :class:`WasmTool` per declared guest tool; the engine is closed with ``stack``
+    (its running guests stopped, its reservation released)."""
+
+    # The engine joins the runtime's exit stack only once it exists (on first use), so a
+    # runtime that never ran a guest holds nothing to close.
+    def on_open() -> None:
+        stack.push_async_callback(run_in_worker, engine.close)
+
     engine = WasmEngine(
         max_memory_bytes=max([DEFAULT_MEMORY_BYTES, *_memory_overrides(config)]),
         one_cpu=config.limits.guests_on_one_cpu,
+        on_open=on_open,
     )
-
-    # Joins the runtime's exit stack only once a guest ran (the ticker thread started), so
-    # a runtime that never ran one holds nothing to close.
-    def on_start() -> None:
-        stack.callback(engine.close)
-
-    runner = WasmToolRunner(engine, on_start=on_start)
+    runner = WasmToolRunner(engine)
     mounts = MountPolicy.from_config(config)
     bindings = HostBindings.from_config(config)
     tools: list[Tool] = []

@@ -8,15 +8,16 @@ rather than old behaviour.
 Compiling with Cranelift takes tens of milliseconds per module; loading a serialized one is
 about a hundred times cheaper. Compiled modules are cached under
 ``$XDG_CACHE_HOME/toolcage/wasm`` (``~/.cache/toolcage/wasm``) keyed by the module's hash,
-the wasmtime version and the engine settings. The cache is the user's own directory:
-wasmtime trusts what it deserializes, so it must never be shared with less trusted users.
+the wasmtime version and the engine settings. wasmtime trusts what it deserializes, so each
+cache file is sealed with a per-user key (:mod:`._sealed`) and only verified bytes are
+deserialized: a file that does not verify is recompiled and rewritten, never loaded.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-import tempfile
 import threading
 from importlib import resources
 from importlib.metadata import version
@@ -25,6 +26,7 @@ from pathlib import Path
 import wasmtime
 
 from .._errors import UsageError
+from ._sealed import cache_key, read_sealed, write_sealed
 
 BUILD_HINT = "run `make wasm` (python -m toolcage.wasm_tools.build)"
 
@@ -89,18 +91,24 @@ class ModuleCache:
     def compile(self, wasm: bytes) -> wasmtime.Module:
         """Compile ``wasm``, through the on-disk cache when it is usable."""
         tag = f"{version('wasmtime')}/{self._settings}".encode()
-        key = hashlib.sha256(wasm + tag).hexdigest()[:40]
-        cached = self._dir / f"{key}.cwasm"
-        try:
-            return wasmtime.Module.deserialize_file(self._engine, str(cached))
-        except (OSError, wasmtime.WasmtimeError):
-            pass  # not cached yet, or written by an engine with other settings: recompile
+        cached = self._dir / f"{hashlib.sha256(wasm + tag).hexdigest()[:40]}.cwasm"
+        key = cache_key(self._dir)
+        payload = None if key is None else read_sealed(cached, key)
+        if payload is not None:
+            try:
+                return wasmtime.Module.deserialize(self._engine, payload)
+            except wasmtime.WasmtimeError:
+                pass  # verified, yet refused (another wasmtime build): recompile
         module = wasmtime.Module(self._engine, wasm)
-        try:
-            self._dir.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile(dir=self._dir, delete=False) as tmp:
-                tmp.write(module.serialize())
-            os.replace(tmp.name, cached)
-        except OSError:
-            pass  # a read-only home only costs the compile next time
+        if key is not None:
+            # A read-only home only costs the compile next time.
+            with contextlib.suppress(OSError):
+                write_sealed(cached, key, module.serialize())
         return module
+
+    def close(self) -> None:
+        """Free the compiled modules (their engine is being released)."""
+        with self._lock:
+            modules, self._modules = list(self._modules.values()), {}
+        for module in modules:
+            module.close()

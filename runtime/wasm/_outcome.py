@@ -1,14 +1,14 @@
 """Turning how a guest ended into a :class:`ToolResult` or the matching :class:`ToolError`.
 
 This is the one place where wasmtime's ways of ending (a normal return, ``ExitTrap`` with a
-status, a ``Trap`` with its code, an error from the epoch callback) and the guest's own
-JSON result meet the error envelope:
+status, a ``Trap``, an error from the epoch callback -- noted by the runner as plain data in
+a :class:`GuestRun`) and the guest's own JSON result meet the error envelope:
 
 - exit 0 and ``{"ok": true, "text": ...}`` -> a text result;
 - ``{"ok": false, "error_type": ..., "message": ...}`` -> the class of that error_type
   (an unknown type is an execution error);
-- stopped at its deadline -> :class:`ToolTimeoutError`; stopped by the caller ->
-  :class:`ToolCancelledError`;
+- stopped at its deadline -> :class:`ToolTimeoutError`; stopped by the caller or because
+  the engine closed -> :class:`ToolCancelledError`;
 - a trap with linear memory at the store limit -> :class:`ToolExecutionError` "memory limit";
 - any other trap or a non-zero exit -> :class:`ToolExecutionError` with stderr's tail;
 - stdout that is not a result document (a guest that just prints) -> that text, marked
@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-
-import wasmtime
 
 from .._errors import (
     ERROR_CLASSES,
@@ -39,20 +37,20 @@ from ._output import CappedOutput
 
 @dataclass(slots=True)
 class GuestRun:
-    """What one guest run left behind."""
+    """What one guest run left behind, as plain data (no wasmtime object outlives its run)."""
 
     tool: str
     """The tool's name, for messages."""
-    timeout: float
-    """Seconds it was given."""
     stdout: CappedOutput
     """Its standard output."""
     stderr: CappedOutput
     """Its standard error."""
-    error: Exception | None = None
-    """What wasmtime raised, if anything."""
+    exit_code: int | None = None
+    """The status of a non-zero ``proc_exit``."""
+    failure: str | None = None
+    """The text of the trap or error wasmtime raised, if any."""
     stopped: str | None = None
-    """``"timeout"`` or ``"cancelled"`` when the epoch callback stopped it."""
+    """``"timeout"``, ``"cancelled"`` or ``"closed"`` when the epoch callback stopped it."""
     memory_bytes: int = 0
     """Linear memory size at the end."""
     memory_limit: int = 0
@@ -60,32 +58,37 @@ class GuestRun:
     document: bytes | None = None
     """The result document the guest left in its memory, when it used the SDK's channel."""
 
+    @property
+    def failed(self) -> bool:
+        """Whether the guest ended with a trap, an error or a non-zero status."""
+        return self.failure is not None or self.exit_code is not None
 
-def outcome(run: GuestRun) -> ToolResult:
-    """The result of ``run``, or raise the :class:`ToolError` it amounts to."""
+
+def outcome(run: GuestRun, timeout: float) -> ToolResult:
+    """The result of ``run`` (given ``timeout`` s), or raise the :class:`ToolError` it is."""
     if run.stopped == "timeout":
-        raise ToolTimeoutError(f"Tool {run.tool} timed out after {run.timeout:g} s")
+        raise ToolTimeoutError(f"Tool {run.tool} timed out after {timeout:g} s")
     if run.stopped == "cancelled":
         raise ToolCancelledError(f"Tool {run.tool} was cancelled")
-    error = run.error
-    if isinstance(error, wasmtime.ExitTrap):
-        if error.code != 0:
-            raise ToolExecutionError(
-                f"Tool {run.tool} exited with status {error.code}{_stderr_tail(run)}"
-            ) from error
-    elif error is not None:
+    if run.stopped == "closed":
+        raise ToolCancelledError(f"Tool {run.tool} was cancelled: the runtime is closed")
+    if run.exit_code is not None:
+        raise ToolExecutionError(
+            f"Tool {run.tool} exited with status {run.exit_code}{_stderr_tail(run)}"
+        )
+    if run.failure is not None:
         # wasmtime does not say that a failed memory.grow led to the trap; a guest that dies
         # with its memory within an eighth of the limit is taken to have hit it.
         slack = max(2 * 65536, run.memory_limit // 8)
         at_limit = run.memory_limit and run.memory_bytes + slack >= run.memory_limit
-        if at_limit or "exceeds memory limits" in str(error):
+        if at_limit or "exceeds memory limits" in run.failure:
             raise ToolExecutionError(
                 f"Tool {run.tool} was stopped at its memory limit "
                 f"({run.memory_limit // (1 << 20)} MiB)"
-            ) from error
+            )
         raise ToolExecutionError(
-            f"Tool {run.tool} crashed: {_first_line(str(error))}{_stderr_tail(run)}"
-        ) from error
+            f"Tool {run.tool} crashed: {_first_line(run.failure)}{_stderr_tail(run)}"
+        )
     return _result(run)
 
 

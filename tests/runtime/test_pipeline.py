@@ -24,7 +24,6 @@ from toolcage.runtime import (
     Runtime,
     SafetyTier,
     TextContent,
-    Tool,
     ToolCall,
     ToolEvent,
     ToolExecutionContext,
@@ -34,6 +33,7 @@ from toolcage.runtime import (
     ToolResult,
     tool,
 )
+from toolcage.runtime.abc import Tool
 
 from .sample_tools import echo
 

@@ -1,0 +1,122 @@
+"""Sealed cache files: compiled modules that are loaded only when this user's runtime wrote them.
+
+wasmtime trusts what it deserializes -- compiled machine code -- and a damaged file makes it
+crash the process (one flipped byte panicked it, 64 segfaulted it). So every cache file is
+sealed: ``MAGIC``, then a keyed BLAKE2b tag over the entry's name and the serialized module,
+then the module. The key is 32 random bytes in the cache directory, readable by its owner
+only, made once per user; a file that was damaged, truncated, written by an older format,
+renamed to another entry, or forged by anyone who cannot read the key fails the check.
+
+:func:`read_sealed` reads the file once and returns the verified bytes, which the caller
+deserializes -- never the path, which could be swapped between check and use.
+:func:`write_sealed` writes a temporary file in the same directory and renames it over the
+entry, so a reader sees the old file or the new one, never a part.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import os
+import secrets
+import stat
+import tempfile
+from pathlib import Path
+
+MAGIC = b"toolcage-sealed-module-v1\n"
+TAG_BYTES = 32
+KEY_BYTES = 32
+MAX_FILE_BYTES = 256 << 20
+"""A cache file larger than this is not read (no built module comes near it)."""
+
+
+def cache_key(directory: Path) -> bytes | None:
+    """This user's sealing key for ``directory``, made on first use; ``None`` if unusable.
+
+    A key file that is not a regular file of this user's, readable by nobody else, is not
+    used (and then nothing is cached).
+    """
+    path = directory / "key"
+    key = _read_key(path)
+    if key is not None:
+        return key
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".key-")
+        try:
+            os.write(fd, secrets.token_bytes(KEY_BYTES))
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)  # fails if another process made the key first: use theirs
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+    except OSError:
+        return None
+    return _read_key(path)
+
+
+def _read_key(path: Path) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        private = info.st_uid == os.getuid() and not info.st_mode & 0o077
+        if not stat.S_ISREG(info.st_mode) or not private or info.st_size != KEY_BYTES:
+            return None
+        key = os.read(fd, KEY_BYTES + 1)
+    finally:
+        os.close(fd)
+    return key if len(key) == KEY_BYTES else None
+
+
+def _tag(key: bytes, name: str, payload: bytes | bytearray) -> bytes:
+    mac = hashlib.blake2b(key=key, digest_size=TAG_BYTES)
+    mac.update(name.encode() + b"\0")
+    mac.update(payload)
+    return mac.digest()
+
+
+def read_sealed(path: Path, key: bytes) -> bytes | None:
+    """The verified payload of the sealed file at ``path``; ``None`` if it does not verify."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
+            return None
+        with os.fdopen(os.dup(fd), "rb") as file:
+            data = file.read(MAX_FILE_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    header = len(MAGIC) + TAG_BYTES
+    if len(data) <= header or not data.startswith(MAGIC):
+        return None
+    tag, payload = data[len(MAGIC) : header], data[header:]
+    if not hmac.compare_digest(tag, _tag(key, path.name, payload)):
+        return None
+    return payload
+
+
+def write_sealed(path: Path, key: bytes, payload: bytes | bytearray) -> None:
+    """Seal ``payload`` into ``path``, atomically (see the module docstring)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".module-")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(MAGIC + _tag(key, path.name, payload))
+            file.write(payload)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
