@@ -1,5 +1,7 @@
 """Capabilities the host lends to WASI guests (ABI in :mod:`._abi`), and who gets which."""
 
+from toolcage.policies._public import publish
+
 from ._abi import ABI_VERSION, AbiError, module_name
 from ._base import CallState, HostBinding, current_call
 from ._clock import ClockBinding, host_timezone
@@ -28,3 +30,6 @@ __all__ = [
     "host_timezone",
     "module_name",
 ]
+
+publish(globals(), __all__)
+del publish

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import codecs
+import string
 from typing import Any
 
 import wasmtime
@@ -41,6 +42,8 @@ _RESERVED_HEADERS = frozenset(
 )
 METHODS = frozenset({"GET", "POST", "PUT", "DELETE", "HEAD", "PATCH"})
 _TEXT_TYPES = ("text/", "application/json", "application/xml", "application/xhtml+xml")
+_TOKEN = frozenset(string.ascii_letters + string.digits + "!#$%&'*+-.^_`|~")
+_VALUE = frozenset(map(chr, range(0x20, 0x7F))) | {"\t"}
 _TEXT_SUFFIXES = ("+json", "+xml", "javascript", "ecmascript", "x-www-form-urlencoded")
 
 
@@ -74,16 +77,30 @@ class HttpBinding:
             return failed("validation_error", f"method {method!r} is not one of {sorted(METHODS)}")
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
             return failed("validation_error", "header names and values must be strings")
+        problem = next(filter(None, (_header_problem(k, v) for k, v in headers.items())), None)
+        if problem is not None:
+            return failed("validation_error", problem)
         reserved = sorted(k for k in headers if k.lower() in _RESERVED_HEADERS)
         if reserved:
             return failed("validation_error", f"headers set by the host: {', '.join(reserved)}")
         try:
-            response = self._client.request(
-                tool, method, url, headers, body.encode("utf-8"), deadline
-            )
+            data = body.encode("utf-8")
+        except UnicodeEncodeError:
+            return failed("validation_error", "the body is not valid Unicode text")
+        try:
+            response = self._client.request(tool, method, url, headers, data, deadline)
         except HttpFailure as exc:
             return failed(exc.kind, exc.message)
         return _encode(response)
+
+
+def _header_problem(name: str, value: str) -> str | None:
+    """Why a header cannot be sent as given (HTTP allows only these characters)."""
+    if not name or not set(name) <= _TOKEN:
+        return f"header name {name!r} is not an HTTP token (letters, digits, !#$%&'*+-.^_`|~)"
+    if not set(value) <= _VALUE:
+        return f"header {name!r}: the value holds a character HTTP does not allow (visible ASCII)"
+    return None
 
 
 def _encode(response: HttpResponse) -> dict[str, Any]:

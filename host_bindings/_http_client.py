@@ -5,10 +5,13 @@ httpcore network backend (:class:`_GuardedBackend`) that resolves the host itsel
 :meth:`~toolcage.policies.EgressPolicy.check_address` about every address the name
 resolves to, and then connects to the checked IP literal. There is no second lookup for a
 rebinding DNS server to answer differently, and TLS still verifies the certificate against
-the host *name* (httpcore passes the origin's name as SNI / ``server_hostname``).
+the host *name* (httpcore passes the origin's name as SNI / ``server_hostname``). Only a
+host that passed :meth:`~toolcage.policies.EgressPolicy.check_host` (a well-formed DNS
+name) is ever given to the resolver; an IP literal is never looked up at all.
 
 Redirects are followed here, by hand, one hop at a time, so each hop goes through the same
-scheme/host check and the same guarded connection; ``max_redirects`` bounds the chain.
+scheme/host check and the same guarded connection; ``max_redirects`` bounds the chain. A
+``Location`` that is not a URL ends the request with an error naming it.
 Every wait (connect, each read) is bounded by the per-tool timeouts and by the call's
 deadline, and the response body is read no further than ``max_response_bytes``.
 
@@ -21,10 +24,11 @@ import ipaddress
 import socket
 import ssl
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import httpcore
 import httpx
@@ -32,9 +36,32 @@ from toolcage.policies import EgressPolicy, EgressViolation
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_DEFAULT_HEADERS = {
+    "accept": "*/*",
+    "accept-encoding": "identity",
+    "user-agent": f"python-httpx/{httpx.__version__}",
+}
 # getaddrinfo cannot be interrupted; lookups run here so a hung resolver costs a call its
 # deadline (the lookup is abandoned), never more.
 _RESOLVER = ThreadPoolExecutor(max_workers=4, thread_name_prefix="toolcage-dns")
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Resolver = Callable[[str, int], Sequence[str]]
+"""Looks a host name up: the IP addresses (as text) to connect to for ``(host, port)``;
+raises :class:`OSError` (``socket.gaierror``) when the name does not resolve."""
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    """The operating system's resolver (``getaddrinfo``)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [str(sockaddr[0]) for *_, sockaddr in infos]
+
+
+def _ip_literal(text: str) -> IPAddress | None:
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
 
 
 class HttpFailure(Exception):
@@ -69,9 +96,10 @@ class HttpResponse:
 class _GuardedBackend(httpcore.NetworkBackend):
     """Resolves, checks every address against the policy, connects to a checked IP."""
 
-    def __init__(self, policy: EgressPolicy, tool: str) -> None:
+    def __init__(self, policy: EgressPolicy, tool: str, resolver: Resolver) -> None:
         self._policy = policy
         self._tool = tool
+        self._resolver = resolver
         self._inner = httpcore.SyncBackend()
 
     def connect_tcp(
@@ -82,16 +110,8 @@ class _GuardedBackend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.NetworkStream:
-        lookup = _RESOLVER.submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
-        try:
-            infos = lookup.result(timeout=timeout)
-        except FutureTimeout:
-            raise httpcore.ConnectTimeout(f"resolving {host!r} timed out") from None
-        except (socket.gaierror, UnicodeError) as exc:
-            raise HttpFailure("execution_error", f"cannot resolve {host!r}: {exc}") from None
         addresses = []
-        for *_, sockaddr in infos:
-            address = ipaddress.ip_address(str(sockaddr[0]))
+        for address in self._resolve(host, port, timeout):
             # All must pass: refusing the whole name when any answer is private keeps a
             # mixed answer from being a coin toss between a public and a private host.
             self._policy.check_address(self._tool, address, port)
@@ -106,6 +126,24 @@ class _GuardedBackend(httpcore.NetworkBackend):
             except httpcore.ConnectError as exc:
                 last = exc
         raise last or HttpFailure("execution_error", f"no address for {host!r}")
+
+    def _resolve(self, host: str, port: int, timeout: float | None) -> list[IPAddress]:
+        literal = _ip_literal(host)
+        if literal is not None:
+            return [literal]
+        self._policy.check_host(host)  # nothing malformed reaches the resolver
+        lookup = _RESOLVER.submit(self._resolver, host, port)
+        try:
+            answers = lookup.result(timeout=timeout)
+        except FutureTimeout:
+            raise httpcore.ConnectTimeout(f"resolving {host!r} timed out") from None
+        except (OSError, UnicodeError) as exc:
+            raise HttpFailure("execution_error", f"cannot resolve {host!r}: {exc}") from None
+        addresses = [_ip_literal(answer) for answer in answers]
+        found = [address for address in addresses if address is not None]
+        if not found:
+            raise HttpFailure("execution_error", f"cannot resolve {host!r}: no address")
+        return found
 
     def connect_unix_socket(
         self,
@@ -124,12 +162,21 @@ class EgressClient:
 
     >>> client = EgressClient(EgressPolicy(EgressConfig()))
     >>> client.request("http_request", "GET", "https://example.com/", {}, b"", deadline)
+
+    ``resolver`` replaces the system's name lookup (a test can answer from a table).
     """
 
-    def __init__(self, policy: EgressPolicy, *, verify: ssl.SSLContext | bool = True) -> None:
+    def __init__(
+        self,
+        policy: EgressPolicy,
+        *,
+        verify: ssl.SSLContext | bool = True,
+        resolver: Resolver = system_resolver,
+    ) -> None:
         self._policy = policy
         self._ssl = httpx.create_ssl_context(verify=verify) if verify is not False else None
         self._verify = verify
+        self._resolver = resolver
 
     def request(
         self,
@@ -167,41 +214,48 @@ class EgressClient:
         transport._pool = httpcore.ConnectionPool(
             ssl_context=self._ssl,
             max_connections=4,
-            network_backend=_GuardedBackend(self._policy, tool),
+            network_backend=_GuardedBackend(self._policy, tool, self._resolver),
         )
-        send_headers = {"accept-encoding": "identity", **headers}
-        with httpx.Client(transport=transport, trust_env=False, follow_redirects=False) as client:
+        send_headers = {**_DEFAULT_HEADERS, **headers}
+        target = self._parse(url)
+        # The transport, not httpx.Client: the client parses a redirect's Location itself,
+        # before handing the response back, and its errors would escape untranslated.
+        with transport:
             for hop in range(rules.max_redirects + 1):
-                target = _parse(url)
                 self._policy.check_target(
                     tool,
                     target.scheme,
-                    target.host,
-                    target.port or _DEFAULT_PORTS.get(target.scheme),
+                    target.raw_host.decode("ascii", "replace"),
+                    _DEFAULT_PORTS.get(target.scheme) if target.port is None else target.port,
                 )
+                url = str(target)
                 timeout = _timeout(rules.connect_timeout, rules.read_timeout, deadline)
                 try:
-                    request = client.build_request(
-                        method, target, headers=send_headers, content=body or None, timeout=timeout
+                    request = httpx.Request(
+                        method,
+                        target,
+                        headers=send_headers,
+                        content=body or None,
+                        extensions={"timeout": timeout.as_dict()},
                     )
-                    response = client.send(request, stream=True)
+                    response = transport.handle_request(request)
                 except httpx.HTTPError as exc:
                     raise _translate(exc, url) from None
                 try:
                     location = response.headers.get("location")
                     if response.status_code in _REDIRECTS and location:
-                        next_url = target.join(location)
+                        next_target = self._redirect(target, location)
                         if response.status_code == 303 or (
                             response.status_code in (301, 302) and method == "POST"
                         ):
                             method, body = ("HEAD" if method == "HEAD" else "GET"), b""
-                        if next_url.host != target.host:
+                        if next_target.raw_host != target.raw_host:
                             send_headers = {
                                 k: v
                                 for k, v in send_headers.items()
                                 if k.lower() not in ("authorization", "cookie")
                             }
-                        url = str(next_url)
+                        target = next_target
                         continue
                     data, truncated, size = _read_capped(
                         response, rules.max_response_bytes, deadline
@@ -212,7 +266,7 @@ class EgressClient:
                         body=data,
                         truncated=truncated,
                         size=size,
-                        url=str(target),
+                        url=url,
                         redirects=hop,
                     )
                 except httpx.HTTPError as exc:
@@ -220,16 +274,39 @@ class EgressClient:
                 finally:
                     response.close()
         raise HttpFailure(
-            "execution_error", f"more than {rules.max_redirects} redirects (last: {url})"
+            "execution_error", f"more than {rules.max_redirects} redirects (last: {target})"
         )
 
+    def _parse(self, url: str) -> httpx.URL:
+        """``url`` as the client will send it; a malformed host is the policy's to refuse."""
+        try:
+            return httpx.URL(url)
+        except (httpx.InvalidURL, TypeError, ValueError) as exc:
+            self._refuse_malformed_host(url)
+            raise HttpFailure("validation_error", f"not a valid URL: {exc}") from None
 
-def _parse(url: str) -> httpx.URL:
-    try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError, ValueError) as exc:
-        raise HttpFailure("validation_error", f"not a valid URL: {exc}") from None
-    return parsed
+    def _redirect(self, target: httpx.URL, location: str) -> httpx.URL:
+        """The next hop's URL; a ``Location`` that is not one is an error naming it."""
+        try:
+            parsed = httpx.URL(location)  # the whole Location must parse, then resolve
+            if parsed.scheme in _DEFAULT_PORTS and not parsed.host:
+                raise httpx.InvalidURL(f"an {parsed.scheme} URL without a host")
+            return parsed if parsed.is_absolute_url else target.join(parsed)
+        except (httpx.InvalidURL, TypeError, ValueError) as exc:
+            self._refuse_malformed_host(location)
+            raise HttpFailure(
+                "execution_error",
+                f"{target}: invalid redirect: the Location {location!r} is not a URL ({exc})",
+            ) from None
+
+    def _refuse_malformed_host(self, text: str) -> None:
+        """Refuse by policy a URL httpx cannot parse because of its host's syntax."""
+        try:
+            host = urlsplit(text).hostname
+        except ValueError:
+            return
+        if host:
+            self._policy.check_host(host)
 
 
 def _timeout(connect: float, read: float, deadline: float) -> httpx.Timeout:
@@ -252,8 +329,8 @@ def _read_capped(
         chunks.append(chunk)
         got += len(chunk)
         if got > cap:
-            declared = response.headers.get("content-length")
-            size = int(declared) if declared and declared.isdigit() else None
+            declared = response.headers.get("content-length", "")
+            size = int(declared) if declared.isascii() and declared.isdigit() else None
             return b"".join(chunks)[:cap], True, size
     return b"".join(chunks), False, got
 

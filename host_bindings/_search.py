@@ -64,6 +64,10 @@ class SearchBinding:
             raise GuestError(AbiError.INVALID)
         if not text.strip():
             return failed("validation_error", "the query is empty")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return failed("validation_error", "the query is not valid Unicode text")
         endpoint = self._config.endpoint()
         if endpoint is None:
             return failed("execution_error", NOT_CONFIGURED)

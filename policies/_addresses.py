@@ -9,13 +9,16 @@ IPv6 addresses that carry an IPv4 address inside (IPv4-mapped, IPv4-compatible, 
 6to4, Teredo) are judged by the embedded address too: ``::ffff:127.0.0.1`` reaches
 loopback on a dual-stack socket, and a NAT64 gateway would forward ``64:ff9b::a9fe:a9fe``
 to the cloud metadata service.
+
+Cloud metadata and platform services (:mod:`._cloud_metadata`) are named first, whether or
+not their address lies in one of the ranges below -- Azure's 168.63.129.16 does not.
 """
 
 from __future__ import annotations
 
 import ipaddress
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+from ._cloud_metadata import IPAddress, metadata_service
 
 _V4: tuple[tuple[str, str], ...] = (
     ("0.0.0.0/8", "unspecified or 'this network'"),
@@ -65,6 +68,9 @@ _TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")
 
 def blocked_reason(address: IPAddress) -> str | None:
     """Why ``address`` counts as non-public, or ``None`` for a public unicast address."""
+    service = metadata_service(address)
+    if service is not None:
+        return f"a cloud metadata service ({service.service})"
     if isinstance(address, ipaddress.IPv4Address):
         for net, why in _V4_NETS:
             if address in net:
@@ -79,7 +85,7 @@ def blocked_reason(address: IPAddress) -> str | None:
         return "IPv4-mapped IPv6 address"
     if address in _COMPAT:
         return "IPv4-compatible IPv6 address (deprecated)"
-    embedded = _embedded_v4(address)
+    embedded = embedded_v4(address)
     if embedded is not None:
         inner = blocked_reason(embedded)
         if inner is not None:
@@ -89,7 +95,8 @@ def blocked_reason(address: IPAddress) -> str | None:
     return None
 
 
-def _embedded_v4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+def embedded_v4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address a NAT64, 6to4 or Teredo address carries, if it is one of those."""
     packed = address.packed
     if address in _NAT64:
         return ipaddress.IPv4Address(packed[12:])

@@ -4,11 +4,19 @@ Two checks, at two moments, both of which every request and every redirect hop p
 
 * :meth:`EgressPolicy.check_target` looks at the scheme, host and port the HTTP client
   parsed out of the URL (the same parse it connects with, so the policy and the client
-  cannot disagree about what the host is): allowed schemes, host deny list, host allow list.
+  cannot disagree about what the host is): allowed schemes, the host's syntax (a DNS name
+  or a canonical IP literal, :mod:`._hosts`), cloud metadata host names, the host deny
+  list and allow list. Nothing is looked up before this check passes.
 * :meth:`EgressPolicy.check_address` looks at each IP address the client is about to
   connect to, after DNS. Private-address blocking lives here, so a public name that
   resolves to ``127.0.0.1`` (or is rebound to it between two lookups) is refused at the
   moment it would matter.
+
+Non-public destinations (loopback, private, link-local, CGNAT, ULA, ...) and cloud
+metadata services (:mod:`._cloud_metadata`, public addresses among them) are refused while
+``block_private`` is on (the default). ``private_exceptions`` opens chosen ones again: an
+IP, ``IP:port``, ``[IPv6]:port`` or CIDR; a metadata service's address only when an entry
+names that exact address, never through a CIDR around it.
 
 Config::
 
@@ -33,13 +41,17 @@ Both checks raise :class:`EgressViolation`; the runtime side turns it into a
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable
-from typing import Literal
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from ._addresses import IPAddress, blocked_reason, parse_address
+from ._addresses import blocked_reason, embedded_v4, parse_address
+from ._cloud_metadata import IPAddress, metadata_host, metadata_service
+from ._hosts import host_problem
 
 
 class EgressViolation(ValueError):
@@ -48,6 +60,49 @@ class EgressViolation(ValueError):
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+@functools.lru_cache(maxsize=256)
+def parse_private_exception(entry: str) -> tuple[Network, int | None]:
+    """``entry`` as a network and an optional port; ``ValueError`` says what is wrong."""
+    host, port_text = entry, None
+    if entry.startswith("["):
+        host, closed, rest = entry[1:].partition("]")
+        if not closed:
+            raise ValueError(f"{entry!r}: a '[' without its ']'")
+        if rest:
+            if not rest.startswith(":"):
+                raise ValueError(f"{entry!r}: expected ':PORT' after ']'")
+            port_text = rest[1:]
+    elif entry.count(":") == 1:
+        host, _, port_text = entry.partition(":")
+    try:
+        network = ipaddress.ip_network(host, strict=False)
+    except ValueError:
+        raise ValueError(
+            f"{entry!r} is not an IP, IP:port, [IPv6]:port or CIDR (host names are not allowed)"
+        ) from None
+    if port_text is None:
+        return network, None
+    if not port_text:
+        raise ValueError(f"{entry!r}: the port after ':' is missing")
+    if not (port_text.isascii() and port_text.isdigit()):
+        raise ValueError(f"{entry!r}: the port {port_text!r} is not a number")
+    port = int(port_text)
+    if not 1 <= port <= 65535:
+        raise ValueError(f"{entry!r}: the port {port} is outside 1-65535")
+    return network, port
+
+
+def _check_exception(entry: str) -> str:
+    parse_private_exception(entry)
+    return entry
+
+
+PrivateException = Annotated[str, AfterValidator(_check_exception)]
 
 
 class EgressRules(_Section):
@@ -60,9 +115,10 @@ class EgressRules(_Section):
     deny_hosts: tuple[str, ...] = ()
     """Host names refused even when allowed; checked first."""
     block_private: bool = True
-    """Refuse loopback, private, link-local, metadata, CGNAT, multicast, reserved, ULA, ..."""
-    private_exceptions: tuple[str, ...] = ()
-    """Non-public destinations allowed anyway: ``IP:port``, ``[IPv6]:port``, an IP or a CIDR."""
+    """Refuse loopback, private, link-local, cloud metadata, CGNAT, multicast, reserved, ULA..."""
+    private_exceptions: tuple[PrivateException, ...] = ()
+    """Non-public destinations allowed anyway: ``IP:port``, ``[IPv6]:port``, an IP or a CIDR
+    (a cloud metadata address only when named exactly)."""
     max_redirects: int = Field(5, ge=0, le=20)
     """Redirects followed per request; one more is an error."""
     max_request_bytes: int = Field(1024 * 1024, gt=0)
@@ -79,8 +135,6 @@ class EgressRules(_Section):
         for scheme in self.schemes:
             if scheme not in ("http", "https"):
                 raise ValueError(f"schemes: only http and https are supported (got {scheme!r})")
-        for entry in self.private_exceptions:
-            _parse_exception(entry)
         return self
 
 
@@ -100,6 +154,14 @@ class WebSearchConfig(_Section):
             raise ValueError("provider 'searxng' needs base_url")
         if self.provider == "brave" and not self.api_key:
             raise ValueError("provider 'brave' needs api_key")
+        if self.base_url is not None:
+            try:
+                url = urlsplit(self.base_url)
+                url.port  # noqa: B018 - raises for a port out of range
+            except ValueError as exc:
+                raise ValueError(f"base_url {self.base_url!r}: {exc}") from None
+            if url.scheme not in ("http", "https") or not url.hostname:
+                raise ValueError(f"base_url {self.base_url!r} is not an http(s) URL")
         return self
 
     def endpoint(self) -> str | None:
@@ -119,24 +181,6 @@ class EgressConfig(EgressRules):
     web_search: WebSearchConfig = WebSearchConfig()
     grants: dict[str, tuple[str, ...]] = {}
     """``NAME = [...]``: the host bindings tool NAME may have, at most (default: its ``needs``)."""
-
-
-_ExceptionEntry = tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, int | None]
-
-
-def _parse_exception(entry: str) -> _ExceptionEntry:
-    host, port = entry, None
-    if entry.startswith("["):
-        host, _, rest = entry[1:].partition("]")
-        if rest:
-            port = int(rest.removeprefix(":"))
-    elif entry.count(":") == 1:
-        host, _, port_text = entry.partition(":")
-        port = int(port_text)
-    try:
-        return ipaddress.ip_network(host, strict=False), port
-    except ValueError:
-        raise ValueError(f"private_exceptions: not an IP, IP:port or CIDR: {entry!r}") from None
 
 
 def host_matches(host: str, patterns: Iterable[str]) -> bool:
@@ -187,20 +231,42 @@ class EgressPolicy:
         return wanted if limit is None else wanted & frozenset(limit)
 
     def check_target(self, tool: str, scheme: str, host: str, port: int | None) -> None:
-        """Refuse a URL's scheme or host before anything is resolved or connected."""
+        """Refuse a URL's scheme, host or port before anything is resolved or connected.
+
+        ``host`` is the host as the client will resolve it (IDNA-encoded).
+        """
         rules = self.rules_for(tool)
         if scheme not in rules.schemes:
             allowed = ", ".join(rules.schemes)
             raise EgressViolation(f"scheme {scheme!r} is not allowed (allowed: {allowed})")
-        if not host:
-            raise EgressViolation("the URL has no host")
-        if host_matches(host, rules.deny_hosts):
+        self.check_host(host)
+        if port is not None and not 1 <= port <= 65535:
+            raise EgressViolation(f"port {port} is outside 1-65535")
+        names = _name_forms(host)
+        if rules.block_private:
+            service = next(filter(None, map(metadata_host, names)), None)
+            if service is not None:
+                raise EgressViolation(
+                    f"host {host!r} is a cloud metadata service ({service}); it is blocked"
+                )
+        if any(host_matches(name, rules.deny_hosts) for name in names):
             raise EgressViolation(f"host {host!r} is on the egress deny list")
-        if rules.allow_hosts and not host_matches(host, rules.allow_hosts):
+        if rules.allow_hosts and not any(host_matches(name, rules.allow_hosts) for name in names):
             raise EgressViolation(f"host {host!r} is not on the egress allow list")
         literal = parse_address(host)
         if literal is not None:
             self.check_address(tool, literal, port)
+
+    def check_host(self, host: str) -> None:
+        """Refuse a host that is neither a DNS name nor a canonical IP literal (no lookup)."""
+        if not host:
+            raise EgressViolation("the URL has no host")
+        problem = host_problem(host)
+        if problem is not None:
+            raise EgressViolation(
+                f"host {host!r} is neither a DNS name nor an IP address in canonical form: "
+                f"{problem}"
+            )
 
     def check_address(self, tool: str, address: IPAddress, port: int | None) -> None:
         """Refuse connecting to ``address``:``port`` if it is non-public and not excepted."""
@@ -210,7 +276,31 @@ class EgressPolicy:
         why = blocked_reason(address)
         if why is None:
             return
-        for network, allowed_port in map(_parse_exception, rules.private_exceptions):
-            if address in network and (allowed_port is None or allowed_port == port):
-                return
-        raise EgressViolation(f"{address} is {why}; private destinations are blocked")
+        metadata = _is_metadata(address)
+        for network, allowed_port in map(parse_private_exception, rules.private_exceptions):
+            if address not in network or allowed_port not in (None, port):
+                continue
+            if metadata and network.num_addresses != 1:
+                continue  # only an entry naming the metadata address itself opens it
+            return
+        kind = "cloud metadata services" if metadata else "private destinations"
+        raise EgressViolation(f"{address} is {why}; {kind} are blocked")
+
+
+def _is_metadata(address: IPAddress) -> bool:
+    if metadata_service(address) is not None:
+        return True
+    if isinstance(address, ipaddress.IPv6Address):
+        inner = address.ipv4_mapped or embedded_v4(address)
+        return inner is not None and metadata_service(inner) is not None
+    return False
+
+
+def _name_forms(host: str) -> tuple[str, ...]:
+    """``host`` as sent (A-labels) and, for internationalised names, in Unicode too."""
+    if "xn--" not in host:
+        return (host,)
+    try:
+        return host, host.encode("ascii").decode("idna")
+    except UnicodeError:
+        return (host,)

@@ -61,7 +61,7 @@ class ShellSyntax(_Section):
     substitutions: bool = False
     """``$(...)``, backticks and ``<(...)``; the inner commands are checked too."""
     arithmetic: bool = False
-    """``$((...))``."""
+    """``$((...))`` over number literals (a variable's value would be evaluated as code)."""
     globs: bool = False
     """Unquoted ``*``, ``?`` and ``[...]``."""
     tilde: bool = False

@@ -1,12 +1,15 @@
 """Environment variables a command may not set, because programs read them to run code.
 
-The dynamic loader (``LD_PRELOAD``), the shell itself (``BASH_ENV``, ``PATH``, ``IFS``),
-git (``GIT_*``: pager, ssh command, config injection through ``GIT_CONFIG_COUNT``), tar
-(``TAR_OPTIONS=--to-command=...``), pagers and editors, interpreters' start-up hooks
-(``PYTHONSTARTUP``, ``PERL5OPT``, ``NODE_OPTIONS``) and glibc's module loaders
-(``GCONV_PATH``, ``OPENSSL_CONF``) all turn a variable into a program. The policy refuses
-assignments to these names, the sidecar drops them from a session's saved environment,
-and the sandbox sets the ones it needs itself.
+The dynamic loader (``LD_PRELOAD``), the shell itself (``BASH_ENV``, ``PATH``, ``IFS``,
+``PS0``-``PS4``, ``PROMPT_COMMAND``), git (``GIT_*``: pager, ssh command, config injection
+through ``GIT_CONFIG_COUNT``), tar (``TAR_OPTIONS=--to-command=...``, and ``TAPE``, whose
+``host:file`` form makes tar start a remote shell), remote shells (``RSH``, ``RSYNC_RSH``,
+``CVS_RSH``), pagers, editors and browsers (any ``*_PAGER``, ``*_EDITOR``, ``*_BROWSER``,
+``*_ASKPASS``), interpreters' start-up hooks (``PYTHONSTARTUP``, ``PERL5OPT``,
+``NODE_OPTIONS``), configuration search paths (``XDG_*``, ``HOME``, ``ZDOTDIR``) and
+glibc's module loaders (``GCONV_PATH``, ``OPENSSL_CONF``) all turn a variable into a
+program. The policy refuses assignments to these names, the sidecar drops them from a
+session's saved environment, and the sandbox sets the ones it needs itself.
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ PROTECTED_NAMES = frozenset(
         "PHPRC", "PHP_INI_SCAN_DIR", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER",
         "SSH_ASKPASS", "SUDO_ASKPASS", "DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS",
         "PROMPT_DIRTRIM", "HISTCONTROL", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS",
-        "CC", "CXX", "LESSOPEN", "LESSCLOSE", "LESSKEY", "LESSSECURE", "SYSTEMD_PAGER",
-        "TOOLCAGE_COMMAND",
+        "CC", "CXX", "CPP", "LD", "AR", "LESSOPEN", "LESSCLOSE", "LESSKEY", "LESSSECURE",
+        "SYSTEMD_PAGER", "TOOLCAGE_COMMAND", "TAPE", "RSH", "RMT", "PS0", "FCEDIT", "ZDOTDIR",
+        "CONFIG_SITE", "CONFIG_SHELL", "TERMINFO_DIRS", "TERMCAP", "CURL_HOME", "WGETRC",
     }
 )  # fmt: skip
 """Exact names."""
@@ -38,8 +42,13 @@ PROTECTED_PREFIXES = (
     "LD_", "DYLD_", "BASH_", "GIT_", "PYTHON", "PERL", "NODE_", "NPM_", "npm_", "YARN_",
     "LESS", "SSH_", "SUDO_", "GPG", "GNUPG", "MALLOC_", "GLIBC_", "CARGO_", "RUSTC",
     "RUSTDOC", "GO", "CGO_", "PIP_", "UV_", "VIRTUAL_ENV", "CONDA", "TOOLCAGE_", "KRB5",
+    "TAR_", "XDG_", "OPENSSL_", "RUBY", "LUA_", "JAVA", "JDK_", "DENO_", "BUN_", "RSYNC_",
+    "CVS", "SYSTEMD_", "DBUS_",
 )  # fmt: skip
 """Name prefixes (a whole family of settings)."""
+
+PROTECTED_SUFFIXES = ("_PAGER", "_EDITOR", "_BROWSER", "_ASKPASS", "_RSH", "_SSH_COMMAND")
+"""Name endings: however a program spells its pager, editor or remote shell, it runs it."""
 
 
 def is_env_name(name: str) -> bool:
@@ -58,4 +67,7 @@ def protected_env_reason(name: str) -> str | None:
     for prefix in PROTECTED_PREFIXES:
         if name.startswith(prefix):
             return f"protected variable ({prefix}* settings can make programs run code)"
+    for suffix in PROTECTED_SUFFIXES:
+        if name.endswith(suffix):
+            return f"protected variable (*{suffix} names a program to run)"
     return None

@@ -1,7 +1,8 @@
 """git's rule: global options, subcommands and the options and addresses that run programs.
 
 What a repository's own config could make git run (hooks, filters, diff drivers, pagers)
-is no business of the command line; the sandbox's git guard handles that (see
+is no business of the command line; the sandbox's git guard handles that, and refuses the
+local transports through which one command would reach another repository's config (see
 ``toolcage.sidecar._sandbox``).
 """
 

@@ -10,6 +10,7 @@ unseen. Where the parser and bash could disagree (a line continuation glued to a
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import tree_sitter_bash
@@ -45,10 +46,15 @@ _BRACKETS = {
 """The tokens that open and close each kind of block."""
 _ARITHMETIC = frozenset(
     {
-        "number", "variable_name", "binary_expression", "unary_expression",
-        "parenthesized_expression", "ternary_expression", "postfix_expression",
+        "binary_expression", "unary_expression", "parenthesized_expression",
+        "ternary_expression", "postfix_expression",
     }
 )  # fmt: skip
+"""Operator nodes inside ``$(( ))``; their leaves must be number literals."""
+_NUMBER = re.compile(r"[0-9][0-9A-Za-z@_#]*", re.ASCII)
+"""An integer constant as bash's arithmetic reads it (``42``, ``0x1f``, ``2#101``, ``64#zZ``):
+a token that starts with a digit is a number to bash, never a variable (tree-sitter calls
+``0x1f`` a variable name, hence the check on the text rather than the node type)."""
 
 
 def parse_command(command: str, syntax: ShellSyntax) -> list[SimpleCommand]:
@@ -353,13 +359,33 @@ class _Walker:
             raise self.refuse(node, f"{kind.replace('_', ' ')} is not supported here")
 
     def arithmetic(self, node: Node) -> None:
+        """Literal numbers and operators only.
+
+        Bash evaluates a variable's *value* as an expression wherever arithmetic names it
+        (``x``, ``$x``, ``${x}``), and an array subscript in that value runs command
+        substitutions: ``y='a[$(cmd)]'; echo $((y))`` runs ``cmd``. A value set by an
+        earlier command of the session cannot be proven harmless here, so no variable may
+        appear in arithmetic at all.
+        """
+        self.gaps(node, newlines=True)
         for child in node.named_children:
-            if child.type == "simple_expansion":
-                self.expansion(child)
-            elif child.type not in _ARITHMETIC:
-                raise self.refuse(child, "only numbers, names and operators in arithmetic")
-            else:
+            if child.type in ("number", "variable_name"):
+                if not _NUMBER.fullmatch(self.text(child)):
+                    raise self.refuse(
+                        child,
+                        "a variable in arithmetic (bash evaluates its value as an expression, "
+                        "which can run commands); only number literals are allowed",
+                    )
+            elif child.type in ("simple_expansion", "expansion"):
+                raise self.refuse(
+                    child,
+                    "an expansion in arithmetic (bash evaluates the value as an expression, "
+                    "which can run commands); only number literals are allowed",
+                )
+            elif child.type in _ARITHMETIC:
                 self.arithmetic(child)
+            else:
+                raise self.refuse(child, "only number literals and operators in arithmetic")
 
     # -- what lies between the nodes -------------------------------------------------------
 

@@ -4,6 +4,9 @@
 the shell policy (a :class:`ShellPolicyCheck` among the runtime's security checks, and
 again in the tool itself, so a tool used outside the pipeline is no weaker), and only then
 reaches the sidecar -- which the client starts on first use and restarts after a crash.
+The runtime's checks answer early; the sidecar checks every command again against the
+same ``[shell]`` config, and its refusal (error code ``policy``) is a ``permission_denied``
+too.
 Each conversation (``ctx.session_id``) has its own shell sessions; ``session_id`` names
 one of them, so a model can keep a build directory and a server directory apart.
 
@@ -29,6 +32,7 @@ from toolcage.policies import (
     ToolcageConfig,
 )
 from toolcage.sidecar import (
+    POLICY_REFUSED,
     SidecarClient,
     SidecarError,
     SidecarLauncher,
@@ -287,6 +291,8 @@ async def call_sidecar(
     except SidecarLost as exc:
         raise ToolExecutionError(f"the shell command was lost: {exc}") from None
     except SidecarError as exc:
+        if exc.code == POLICY_REFUSED:
+            raise PermissionDeniedError(f"Shell policy {exc.message}", field="command") from None
         error: type[ToolError] = (
             ToolValidationError if exc.code in ("bad_request", "no_job") else ToolExecutionError
         )

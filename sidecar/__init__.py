@@ -8,10 +8,11 @@ protocol (:mod:`._protocol`) and the policies are shared between the two process
 
 from ._client import SidecarClient, SidecarError, SidecarLost
 from ._launcher import SidecarLauncher, SidecarUnavailable, default_runtime_dir
-from ._protocol import MAX_FRAME_BYTES, PROTOCOL, VERSION, ProtocolError
+from ._protocol import MAX_FRAME_BYTES, POLICY_REFUSED, PROTOCOL, VERSION, ProtocolError
 
 __all__ = [
     "MAX_FRAME_BYTES",
+    "POLICY_REFUSED",
     "PROTOCOL",
     "VERSION",
     "ProtocolError",

@@ -5,7 +5,8 @@
     toolcage sidecar --socket /run/user/1000/toolcage/shell.sock --config toolcage.toml
 
 The daemon reads the ``[shell]`` section (from ``--config``, or as JSON on the first line
-of stdin with ``--config-stdin``, which is how the runtime starts it), checks that its
+of stdin with ``--config-stdin``, which is how the runtime starts it) and builds from it the
+shell policy that every command from the socket is checked against; it checks that its
 sandbox works by running ``true`` in it, prints ``ready`` on stdout and serves until it is
 sent SIGTERM/SIGINT -- or, with ``--exit-with-stdin``, until its stdin reaches end of file,
 so that it never outlives the runtime that started it. Exit status 2 means it could not
@@ -26,10 +27,16 @@ from pathlib import Path
 
 import anyio
 from anyio.abc import TaskStatus
-from toolcage.policies import ConfigError, ShellConfig, ShellMode, load_config
+from toolcage.policies import ConfigError, ShellConfig, ShellMode, ShellPolicy, load_config
 
 from ._sandbox import BubblewrapSandbox, Sandbox, UnsafeHostShell
-from ._server import SidecarServer, SocketSetupError, prepare_socket_path
+from ._server import (
+    CommandCheck,
+    SidecarServer,
+    SocketSetupError,
+    UnsafeUncheckedCommands,
+    prepare_socket_path,
+)
 from ._service import ShellService
 
 logger = logging.getLogger("toolcage.sidecar")
@@ -48,7 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         config, base_dir = _config(args)
-        server = _server(config, base_dir, Path(args.socket), args.allow_uid)
+        server = _server(
+            config, base_dir, Path(args.socket), args.allow_uid, args.unsafe_skip_policy
+        )
         anyio.run(_serve, server, args.exit_with_stdin)
     except (StartupError, ConfigError, SocketSetupError) as exc:
         print(f"toolcage sidecar: error: {exc}", file=sys.stderr)
@@ -72,6 +81,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--exit-with-stdin", action="store_true", help="exit when stdin reaches end of file"
     )
+    parser.add_argument(
+        "--unsafe-skip-policy",
+        action="store_true",
+        help="UNSAFE: run commands without checking them against the shell policy "
+        "(for testing the sandbox on its own)",
+    )
     return parser
 
 
@@ -87,7 +102,11 @@ def _config(args: argparse.Namespace) -> tuple[ShellConfig, Path]:
 
 
 def _server(
-    config: ShellConfig, base_dir: Path, socket_path: Path, extra_uids: list[int]
+    config: ShellConfig,
+    base_dir: Path,
+    socket_path: Path,
+    extra_uids: list[int],
+    skip_policy: bool = False,
 ) -> SidecarServer:
     workspace = config.workspace_path(base_dir)
     if config.mode is ShellMode.DISABLED:
@@ -122,9 +141,18 @@ def _server(
         extra_env=config.env,
         kill_leftovers=config.mode is ShellMode.HOST,
     )
+    policy: CommandCheck = ShellPolicy.from_config(config, workspace=str(sandbox.root))
+    if skip_policy:
+        logger.warning(
+            "UNSAFE: --unsafe-skip-policy: commands from the socket run without the shell "
+            "policy; use it only to test the sandbox itself"
+        )
+        policy = UnsafeUncheckedCommands()
     prepare_socket_path(socket_path)
     uids = frozenset({os.getuid(), *extra_uids})
-    return SidecarServer(service, socket_path, allowed_uids=uids, mode=config.mode.value)
+    return SidecarServer(
+        service, socket_path, allowed_uids=uids, mode=config.mode.value, policy=policy
+    )
 
 
 def _check_reachable(workspace: Path, uid: int) -> None:

@@ -29,6 +29,8 @@ Requests and responses
     ``kill`` ``{job}`` -> ``{exit_code}``.
 
 Errors
+    An ``exec`` whose command the daemon's shell policy refuses answers with the code
+    ``policy`` (:data:`POLICY_REFUSED`) and the policy's reason; nothing was started.
     Frame-level problems answer with ``{"id": null, "ok": false, "error": ...}``: a frame
     that is not a JSON object (``bad_frame``; the connection stays usable), one longer than
     the maximum (``frame_too_large``) or cut short by the end of the stream
@@ -48,6 +50,8 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 PROTOCOL = "toolcage-shell"
 VERSION = 1
 MAX_FRAME_BYTES = 16 * 1024 * 1024
+POLICY_REFUSED = "policy"
+"""The error code of a command the daemon's shell policy refuses."""
 _HEADER = struct.Struct(">I")
 
 

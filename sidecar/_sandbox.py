@@ -48,14 +48,29 @@ _ETC_NETWORK = ("resolv.conf", "hosts", "host.conf", "gai.conf", "ssl", "ca-cert
 _TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 
 # Forced git settings: config from the command line outranks a repository's own, so hooks,
-# fsmonitor, pagers and transport helpers named in a repository cannot run.
+# fsmonitor, pagers and transport helpers named in a repository cannot run. Only the http
+# and https transports are allowed: a local path or file:// URL as a remote would make git
+# start upload-pack or receive-pack in *another* repository, which then reads that
+# repository's config (hooks, core.alternateRefsCommand, filter drivers on
+# receive.denyCurrentBranch=updateInstead, ...) without the guard having looked at it.
 GIT_FORCED = (
     ("core.hooksPath", "/dev/null"), ("core.fsmonitor", "false"), ("core.pager", "cat"),
     ("core.sshCommand", "false"), ("core.askPass", "true"), ("credential.helper", ""),
+    ("core.alternateRefsCommand", "true"),
+    ("protocol.allow", "never"), ("protocol.http.allow", "always"),
+    ("protocol.https.allow", "always"), ("protocol.file.allow", "never"),
     ("protocol.ext.allow", "never"), ("protocol.fd.allow", "never"),
     ("safe.bareRepository", "explicit"), ("gpg.program", "false"),
+    ("gpg.ssh.program", "false"), ("gpg.x509.program", "false"),
     ("sequence.editor", "true"), ("core.editor", "true"),
 )  # fmt: skip
+
+GIT_SERVER_PROGRAMS = (
+    "git-receive-pack", "git-upload-pack", "git-upload-archive", "git-shell", "git-daemon",
+    "git-http-backend",
+)  # fmt: skip
+"""The serving side of git's transports: they work in the repository named on their command
+line, whose config the guard has not read, so the guard never runs them."""
 
 GIT_BINARIES = ("/usr/bin/git", "/usr/lib/git-core/git", "/usr/libexec/git-core/git")
 """Where git may be found; the first one found is the real git the guard runs."""
@@ -85,14 +100,34 @@ def _git_guard() -> str:
         for i, (key, value) in enumerate(GIT_FORCED)
     )
     patterns = "|".join(GIT_GUARD_KEYS)
+    servers = "|".join(GIT_SERVER_PROGRAMS)
+    subcommands = "|".join(name.removeprefix("git-") for name in GIT_SERVER_PROGRAMS)
     return f"""#!/bin/bash
 # toolcage: git runs only with a repository config that names no programs
+name=${{0##*/}}
+case $name in git-*) ;; *) name=git ;; esac
+case $name in {servers})
+  echo "toolcage: git refused: $name serves another repository" >&2; exit 126 ;;
+esac
 export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_TERMINAL_PROMPT=0
 export GIT_EDITOR=true GIT_SEQUENCE_EDITOR=true GIT_PAGER=cat PAGER=cat GIT_ASKPASS=true
 unset GIT_DIR GIT_WORK_TREE GIT_EXEC_PATH GIT_CONFIG GIT_CONFIG_PARAMETERS GIT_EXTERNAL_DIFF
 unset GIT_SSH GIT_SSH_COMMAND GIT_PROXY_COMMAND GIT_TEMPLATE_DIR
 export GIT_CONFIG_COUNT={len(GIT_FORCED)}
 {forced}
+# the options before the subcommand choose the repository: the check reads the same one
+lead=()
+while (( $# )); do
+  case $1 in
+    -C|-c|--git-dir|--work-tree|--namespace|--super-prefix|--config-env)
+      (( $# >= 2 )) || break; lead+=("$1" "$2"); shift 2 ;;
+    -*) lead+=("$1"); shift ;;
+    *) break ;;
+  esac
+done
+case ${{1-}} in {subcommands})
+  echo "toolcage: git refused: git $1 serves another repository" >&2; exit 126 ;;
+esac
 while IFS= read -r -d '' scope && IFS= read -r -d '' entry; do
   case $scope in local|worktree) ;; *) continue ;; esac
   key=${{entry%%$'\\n'*}}
@@ -101,10 +136,8 @@ while IFS= read -r -d '' scope && IFS= read -r -d '' entry; do
     *) echo "toolcage: git refused: the repository's config sets '$key' (it may run programs)" >&2
        exit 126 ;;
   esac
-done < <(/run/toolcage/git config --list --show-scope -z 2>/dev/null)
-name=${{0##*/}}
-case $name in git-*) ;; *) name=git ;; esac
-exec -a "$name" /run/toolcage/git "$@"
+done < <(/run/toolcage/git "${{lead[@]}}" config --list --show-scope -z 2>/dev/null)
+exec -a "$name" /run/toolcage/git "${{lead[@]}}" "$@"
 """
 
 

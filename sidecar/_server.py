@@ -5,6 +5,12 @@ is anyone else's or open to others) and is itself ``0600``; on top of that every
 connection's peer uid is read with ``SO_PEERCRED`` and compared with the allowed ones
 before a byte of it is parsed. A connection then speaks :mod:`._protocol`; a protocol
 error is answered with an error frame, and nothing a peer sends ends the daemon.
+
+Every command an ``exec`` brings, foreground or background, is checked here against the
+shell policy the daemon was started with (built from the operator's ``[shell]`` section,
+never from anything a peer sends) before a sandbox is started for it; a refusal answers
+with the error code ``policy`` (:data:`._protocol.POLICY_REFUSED`). A peer that skips the
+runtime and speaks to the socket directly meets the same policy.
 """
 
 from __future__ import annotations
@@ -17,15 +23,36 @@ import stat
 import struct
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 from anyio.abc import SocketAttribute, SocketStream, TaskStatus
+from toolcage.policies import ShellPolicyViolation
 
-from ._protocol import PROTOCOL, VERSION, FrameStream, ProtocolError, error
+from ._protocol import POLICY_REFUSED, PROTOCOL, VERSION, FrameStream, ProtocolError, error
 from ._service import ServiceError, ShellService
 
 logger = logging.getLogger("toolcage.sidecar")
+
+
+class CommandCheck(Protocol):
+    """Decides whether a command may run: returns to allow, raises
+    :class:`~toolcage.policies.ShellPolicyViolation` to refuse (a
+    :class:`~toolcage.policies.ShellPolicy` is one)."""
+
+    def check(self, command: str) -> object: ...
+
+
+class UnsafeUncheckedCommands:
+    """Lets every command through: for testing the sandbox on its own, never for use.
+
+    The daemon takes it only from its own command line (``--unsafe-skip-policy``) and logs a
+    warning when it does.
+    """
+
+    def check(self, command: str) -> object:
+        return None
+
 
 HELLO_SECONDS = 10.0
 MAX_COMMAND_BYTES = 100 * 1024
@@ -88,11 +115,14 @@ class SidecarServer:
         *,
         allowed_uids: frozenset[int],
         mode: str,
+        policy: CommandCheck,
     ) -> None:
         self.service = service
         self.socket_path = socket_path
         self.allowed_uids = allowed_uids
         self.mode = mode
+        self.policy = policy
+        """Every command is checked against it before it runs."""
         self.ops: dict[str, Handler] = {
             "ping": self._ping,
             "open": self._open,
@@ -207,6 +237,10 @@ class SidecarServer:
         limits = self.service.limits
         session = _text(message, "session", 256)
         command = _text(message, "command", MAX_COMMAND_BYTES)
+        try:
+            self.policy.check(command)
+        except ShellPolicyViolation as exc:
+            raise ServiceError(POLICY_REFUSED, str(exc)) from None
         output_bytes = int(
             _number(message, "output_bytes", limits.output_bytes, 1, limits.output_bytes)
         )

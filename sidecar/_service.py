@@ -7,6 +7,10 @@ out of the workspace or an assignment to a protected name is not carried over.
 Concurrent commands of one session each start from the state before them; the last one
 to finish sets the next state.
 
+The service runs what it is given: the shell policy is the server's to apply
+(:mod:`._server` checks every command a peer sends before it reaches
+:meth:`ShellService.exec` or :meth:`ShellService.start_job`).
+
 A background job is a command without a timeout of its own (``background_seconds``
 bounds it) whose output is kept in rings and read by polls; it belongs to its session,
 and closing the session kills it.

@@ -4,6 +4,11 @@ A listener on 127.0.0.1 and one on ::1 record every connection they receive; the
 the host's HTTP client under the *default* egress policy and asserts zero hits. Redirect
 cases use a redirector that a test policy allows by its exact ``IP:port`` (and nothing
 else private), and check that what it points at is still refused.
+
+Names are looked up in a table (:class:`TableResolver`), never in DNS, so no case can reach
+a real host; an audit hook sees every ``connect`` and ``getaddrinfo`` the process makes
+while a test runs, refuses any connection that is not to loopback, and lets the suite
+assert that a malformed host reaches no resolver at all.
 """
 
 from __future__ import annotations
@@ -11,23 +16,93 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import sys
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 from toolcage.host_bindings import EgressClient, HttpFailure
 from toolcage.policies import EgressConfig, EgressPolicy
+from toolcage.policies._config import parse_config
+from toolcage.policies._hosts import host_problem
+from toolcage.runtime import Runtime
 
 pytestmark = pytest.mark.adversarial
 
 CORPUS = json.loads((Path(__file__).parent / "ssrf_corpus.json").read_text(encoding="utf-8"))
 CASES: list[dict[str, str]] = CORPUS["cases"]
+MALFORMED: list[str] = CORPUS["malformed_hosts"]
+METADATA: list[str] = CORPUS["metadata"]
+BAD_REDIRECTS: list[str] = CORPUS["bad_redirects"]
+LOOPBACK = ("127.0.0.1", "::1")
+
+
+@dataclass
+class NetworkWatch:
+    """What the process does on the network while a test of this suite runs."""
+
+    active: bool = False
+    connects: list[str] = field(default_factory=list)
+    """Hosts of every TCP connect, refused unless loopback."""
+    lookups: list[str] = field(default_factory=list)
+    """Every host given to ``getaddrinfo``."""
+
+    def hook(self, event: str, args: tuple[Any, ...]) -> None:
+        if not self.active:
+            return
+        if event == "socket.connect" and isinstance(args[1], tuple):
+            host = str(args[1][0])
+            self.connects.append(host)
+            if host not in LOOPBACK:
+                raise ConnectionRefusedError(f"the SSRF suite never connects to {host}")
+        elif event == "socket.getaddrinfo":
+            self.lookups.append(str(args[0]))
+
+
+WATCH = NetworkWatch()
+sys.addaudithook(WATCH.hook)
+
+
+@pytest.fixture(autouse=True)
+def watch() -> Iterator[NetworkWatch]:
+    WATCH.connects.clear()
+    WATCH.lookups.clear()
+    WATCH.active = True
+    try:
+        yield WATCH
+    finally:
+        WATCH.active = False
+    assert all(host in LOOPBACK for host in WATCH.connects), WATCH.connects
+
+
+class TableResolver:
+    """Answers names from a table, records every name it is asked, never leaves the process."""
+
+    TABLE: ClassVar[dict[str, list[str]]] = {
+        "localhost": ["127.0.0.1", "::1"],
+        "ip6-localhost": ["::1"],
+        "ip6-loopback": ["::1"],
+        "loopback.test": ["127.0.0.1"],
+        "mixed.test": ["93.184.215.14", "127.0.0.1"],
+        "metadata-alias.test": ["169.254.169.254"],
+        "wireserver-alias.test": ["168.63.129.16"],
+    }
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def __call__(self, host: str, port: int) -> Sequence[str]:
+        self.asked.append(host)
+        answer = self.TABLE.get(host.lower().rstrip("."))
+        if answer is None:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return answer
 
 
 class Recorder:
@@ -67,7 +142,8 @@ def recorders() -> Iterator[list[Recorder]]:
         rec.close()
 
 
-DEFAULT_CLIENT = EgressClient(EgressPolicy(EgressConfig()))
+RESOLVER = TableResolver()
+DEFAULT_CLIENT = EgressClient(EgressPolicy(EgressConfig()), resolver=RESOLVER)
 
 
 def _total_hits(recorders: list[Recorder]) -> int:
@@ -86,21 +162,129 @@ class TestCorpus:
     def test_refused_without_a_connection(
         self, case: dict[str, str], recorders: list[Recorder]
     ) -> None:
-        before = _total_hits(recorders)
+        before, asked = _total_hits(recorders), len(RESOLVER.asked)
         url = case["url"].replace("{port}", str(recorders[0].port))
         with pytest.raises(HttpFailure) as info:
             DEFAULT_CLIENT.request("http_request", "GET", url, {}, b"", _deadline())
         assert _refusal(info.value), info.value.message
         assert _total_hits(recorders) == before
+        assert all(host_problem(name) is None for name in RESOLVER.asked[asked:])
 
 
 def _refusal(failure: HttpFailure) -> bool:
-    """Refused by policy or as malformed; or parsed to a public name that (offline) no DNS knows."""
+    """Refused by policy or as malformed; or a well-formed public name no table knows."""
     if failure.kind in ("permission_denied", "validation_error"):
         return True
     if failure.kind != "execution_error":
         return False
     return failure.message.startswith("cannot resolve") or "invalid redirect" in failure.message
+
+
+class TestMalformedHosts:
+    """Hosts that are neither DNS names nor canonical IP literals: policy, before any lookup."""
+
+    def test_corpus_is_large_enough(self) -> None:
+        assert len(MALFORMED) >= 50
+
+    @pytest.mark.parametrize("url", MALFORMED)
+    def test_refused_by_policy_before_any_lookup(
+        self, url: str, recorders: list[Recorder], watch: NetworkWatch
+    ) -> None:
+        """The system's own resolver: no ``getaddrinfo`` may see the host at all."""
+        before = _total_hits(recorders)
+        client = EgressClient(EgressPolicy(EgressConfig(private_exceptions=("127.0.0.0/8",))))
+        target = url.replace("{port}", str(recorders[0].port))
+        with pytest.raises(HttpFailure) as info:
+            client.request("http_request", "GET", target, {}, b"", _deadline())
+        assert info.value.kind == "permission_denied", info.value.message
+        assert "egress policy" in info.value.message
+        assert watch.lookups == []
+        assert _total_hits(recorders) == before
+
+
+class TestCloudMetadata:
+    """Every well-known metadata and platform service, by address or by name."""
+
+    def test_corpus_is_large_enough(self) -> None:
+        assert len(METADATA) >= 30
+
+    @pytest.mark.parametrize("url", METADATA)
+    def test_refused_without_a_lookup_or_connection(self, url: str, watch: NetworkWatch) -> None:
+        asked = len(RESOLVER.asked)
+        with pytest.raises(HttpFailure) as info:
+            DEFAULT_CLIENT.request("http_request", "GET", url, {}, b"", _deadline())
+        assert info.value.kind == "permission_denied", info.value.message
+        assert "cloud metadata" in info.value.message
+        assert RESOLVER.asked[asked:] == []
+        assert watch.connects == []
+
+    @pytest.mark.parametrize("name", ["metadata-alias.test", "wireserver-alias.test"])
+    def test_a_name_resolving_to_one_is_refused_after_the_lookup(
+        self, name: str, watch: NetworkWatch
+    ) -> None:
+        with pytest.raises(HttpFailure) as info:
+            DEFAULT_CLIENT.request("http_request", "GET", f"http://{name}/", {}, b"", _deadline())
+        assert info.value.kind == "permission_denied"
+        assert "cloud metadata" in info.value.message
+        assert watch.connects == []
+
+    def test_a_broad_exception_leaves_metadata_closed(self, watch: NetworkWatch) -> None:
+        config = EgressConfig(private_exceptions=("169.254.0.0/16", "100.64.0.0/10", "fd00::/8"))
+        client = EgressClient(EgressPolicy(config), resolver=RESOLVER)
+        for url in (
+            "http://169.254.169.254/",
+            "http://100.100.100.200/",
+            "http://[fd00:ec2::254]/",
+        ):
+            with pytest.raises(HttpFailure) as info:
+                client.request("http_request", "GET", url, {}, b"", _deadline())
+            assert "cloud metadata" in info.value.message
+        assert watch.connects == []
+
+
+class TestNamesAndAnswers:
+    def test_a_mixed_answer_is_refused_before_any_connection(self, watch: NetworkWatch) -> None:
+        with pytest.raises(HttpFailure) as info:
+            DEFAULT_CLIENT.request(
+                "http_request", "GET", "http://mixed.test/", {}, b"", _deadline()
+            )
+        assert info.value.kind == "permission_denied"
+        assert watch.connects == []
+
+    def test_an_ip_literal_is_never_looked_up(self, watch: NetworkWatch) -> None:
+        asked = len(RESOLVER.asked)
+        with pytest.raises(HttpFailure):
+            DEFAULT_CLIENT.request("http_request", "GET", "http://[::1]:9/", {}, b"", _deadline())
+        assert RESOLVER.asked[asked:] == []
+        assert watch.lookups == []
+
+
+class TestThroughTheRuntime:
+    """``http_request`` and ``web_fetch`` under a runtime built from the default config."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("tool", ["http_request", "web_fetch"])
+    @pytest.mark.parametrize(
+        "url",
+        [
+            "http://168.63.129.16/",
+            "http://metadata.google.internal/computeMetadata/v1/",
+            "http://[fd00:ec2::254]/latest/meta-data/",
+            "http://127.0.0.1.:9/",
+            "http://2130706433:9/",
+            "http://0x7f.1:9/",
+        ],
+    )
+    async def test_refused_as_permission_denied(
+        self, tool: str, url: str, tmp_path: Path, watch: NetworkWatch
+    ) -> None:
+        config = parse_config({}, base_dir=tmp_path)
+        async with Runtime.from_config(config) as runtime:
+            result = await runtime.execute(tool, {"url": url})
+        envelope = result.envelope()
+        assert envelope["error_type"] == "permission_denied", envelope
+        assert watch.lookups == []
+        assert watch.connects == []
 
 
 REDIRECT_TARGETS: list[str] = CORPUS["redirect_targets"]
@@ -134,7 +318,7 @@ def redirector() -> Iterator[Redirector]:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_address[1]
     policy = EgressPolicy(EgressConfig(private_exceptions=(f"127.0.0.1:{port}",)))
-    yield Redirector(EgressClient(policy), f"http://127.0.0.1:{port}/go")
+    yield Redirector(EgressClient(policy, resolver=RESOLVER), f"http://127.0.0.1:{port}/go")
     server.shutdown()
     server.server_close()
 
@@ -164,3 +348,33 @@ class TestRedirectsToPrivateAddresses:
             _via(redirector, "http://127.0.0.2:9/")
         assert info.value.kind == "permission_denied"
         assert "127.0.0.2 is loopback" in info.value.message
+
+
+class TestBadRedirects:
+    """A ``Location`` that is not a URL ends the request with an error naming it."""
+
+    def test_corpus_has_bad_redirects(self) -> None:
+        assert len(BAD_REDIRECTS) >= 15
+
+    @pytest.mark.parametrize("location", BAD_REDIRECTS)
+    def test_a_typed_error_and_no_further_connection(
+        self, location: str, recorders: list[Recorder], redirector: Redirector
+    ) -> None:
+        before = _total_hits(recorders)
+        target = location.replace("{port}", str(recorders[0].port))
+        with pytest.raises(HttpFailure) as info:
+            _via(redirector, target)
+        failure = info.value
+        if failure.kind == "execution_error":
+            assert "invalid redirect" in failure.message
+            assert repr(target) in failure.message
+        else:
+            assert failure.kind == "permission_denied", failure.message
+        assert _total_hits(recorders) == before
+
+    @pytest.mark.parametrize("location", ["http:evil", "https:evil.example", "http://[::1"])
+    def test_the_message_names_the_location(self, location: str, redirector: Redirector) -> None:
+        with pytest.raises(HttpFailure) as info:
+            _via(redirector, location)
+        assert info.value.kind == "execution_error"
+        assert f"the Location {location!r} is not a URL" in info.value.message

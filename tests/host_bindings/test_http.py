@@ -85,12 +85,69 @@ class TestRequests:
         assert header in result["message"]
 
 
+class TestGuestInput:
+    """Whatever a guest sends comes back as a result object, never as an exception."""
+
+    @pytest.mark.parametrize(
+        ("headers", "named"),
+        [
+            ({"bad name": "1"}, "'bad name'"),
+            ({"": "1"}, "''"),
+            ({"x:y": "1"}, "'x:y'"),
+            ({"caf\u00e9": "1"}, "'caf\u00e9'"),
+            ({"x": "a\r\nInjected: 1"}, "'x'"),
+            ({"x": "a\nb"}, "'x'"),
+            ({"x": "nul\x00"}, "'x'"),
+            ({"x": "\u00e9\u20ac"}, "'x'"),
+        ],
+    )
+    def test_headers_http_cannot_carry_are_a_validation_error(
+        self, server: Server, headers: dict[str, str], named: str
+    ) -> None:
+        before = len(server.hits)
+        result = _fetch(server.url + "/ok", headers=headers)
+        assert result["error_type"] == "validation_error", result
+        assert named in result["message"]
+        assert len(server.hits) == before
+
+    def test_a_body_that_is_not_unicode_is_a_validation_error(self, server: Server) -> None:
+        result = _fetch(server.url + "/echo", method="POST", body="\ud800")
+        assert result == {
+            "ok": False,
+            "error_type": "validation_error",
+            "message": "the body is not valid Unicode text",
+        }
+
+    @pytest.mark.parametrize("port", ["0", "65536", "99999"])
+    def test_a_port_outside_the_range_is_refused(self, port: str) -> None:
+        result = _fetch(f"http://127.0.0.1:{port}/")
+        assert result["error_type"] == "permission_denied"
+        assert "outside 1-65535" in result["message"]
+
+
 class TestRedirects:
     def test_followed(self, server: Server) -> None:
         result = _fetch(server.url + "/redirect")
         assert result["status"] == 200
         assert result["redirects"] == 1
         assert result["url"].endswith("/ok")
+
+    @pytest.mark.parametrize("location", ["http:evil", "https:", "http://[::1", "http://xn--/"])
+    def test_a_location_that_is_not_a_url_is_named(self, location: str) -> None:
+        def bad(h: Any) -> None:
+            h.send_response(302)
+            h.send_header("Location", location)
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+
+        with serving({"/": bad}) as running:
+            result = _fetch(running.url + "/")
+            assert len(running.hits) == 1
+        if location == "http://xn--/":  # a host no DNS name can be: the policy's to refuse
+            assert result["error_type"] == "permission_denied", result
+        else:
+            assert result["error_type"] == "execution_error", result
+            assert f"the Location {location!r} is not a URL" in result["message"]
 
     def test_loop_stops_at_the_limit(self, server: Server) -> None:
         result = _fetch(server.url + "/loop", binding=_binding(max_redirects=3))

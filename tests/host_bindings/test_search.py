@@ -85,6 +85,17 @@ class TestSearch:
         assert result["error_type"] == "execution_error"
         assert "no web search provider is configured" in result["message"]
 
+    def test_a_query_that_is_not_unicode_is_a_validation_error(self) -> None:
+        with serving({"/search": _json_route(SEARXNG, [])}) as server:
+            binding = _binding(WebSearchConfig(provider="searxng", base_url=server.url + "/"))
+            result = binding.search("web_search", {"query": "a\udc80b"}, _deadline())
+            assert server.hits == []
+        assert result == {
+            "ok": False,
+            "error_type": "validation_error",
+            "message": "the query is not valid Unicode text",
+        }
+
     def test_provider_errors_are_reported(self) -> None:
         with serving() as server:  # no /search route: 404
             binding = _binding(WebSearchConfig(provider="searxng", base_url=server.url))

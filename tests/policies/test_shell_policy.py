@@ -153,6 +153,68 @@ class TestSyntaxSwitches:
         assert refused("(./evil.sh)", policy).part == "./evil.sh"
 
 
+ALL_SWITCHES = {
+    "expansions": True, "substitutions": True, "arithmetic": True, "globs": True,
+    "tilde": True, "braces": True, "heredocs": True, "background": True, "subshells": True,
+}  # fmt: skip
+
+
+class TestArithmetic:
+    """Literal numbers and operators only: a variable's value would be evaluated as code."""
+
+    ALL = with_syntax(arithmetic=True, expansions=True, substitutions=True)
+
+    @pytest.mark.parametrize(
+        "command",
+        [
+            "echo $((6 * 7))", "echo $((0x1f + 2#101 + 64#zZ + 010))", 'echo "$((10 / 3))"',
+            "echo $(( (1 << 4) | 3 ))", "echo $((1 ? 2 : 3)) $((-4)) $((!0)) $((~1))",
+            "echo $[1 + 2]", "export N=$((2 + 2))", "echo $((10#08))",
+        ],
+    )  # fmt: skip
+    def test_number_literals_pass(self, command: str) -> None:
+        self.ALL.check(command)
+
+    @pytest.mark.parametrize(
+        ("command", "part"),
+        [
+            ("echo $((y))", "y"),
+            ("echo $((x + 1))", "x"),
+            ("echo $(($y))", "$y"),
+            ("echo $((${y}))", "${y}"),
+            ('echo "$((y))"', "y"),
+            ("echo $[y]", "y"),
+            ("echo $((1 ? y : 2))", "y"),
+            ("echo $((-(y)))", "y"),
+            ("echo $((y++))", "y"),
+            ("echo $((++y))", "y"),
+            ("echo $((y = 1))", "y"),
+            ("echo $((1, y))", "y"),
+            ("echo $((_y))", "_y"),
+            ("echo $((a[1]))", "a[1]"),
+            ("echo $((a[$(id)]))", "a[$(id)]"),
+            ("echo $((1 + $(id)))", "$(id)"),
+            ("echo $((`id`))", "`id`"),
+            ("echo $(('1'))", "'1'"),
+        ],
+    )
+    def test_variables_and_anything_else_are_refused(self, command: str, part: str) -> None:
+        violation = refused(command, self.ALL)
+        assert violation.part == part
+        assert "arithmetic" in violation.reason
+
+    @pytest.mark.parametrize(
+        "command",
+        [
+            "((y))", "let y", "declare -i y=1", "typeset -i y", "[[ y -eq 0 ]]",
+            "for ((i = 0; i < y; i++)); do :; done", "echo ${s:y}", "echo ${a[y]}", "a[y]=1",
+            "printf -v z %d y", "y='a[$(id)]' && echo $((y))",
+        ],
+    )  # fmt: skip
+    def test_other_arithmetic_contexts_are_refused(self, command: str) -> None:
+        refused(command, with_syntax(**ALL_SWITCHES))
+
+
 class TestNames:
     @pytest.mark.parametrize("command", ["/usr/bin/git status", "./build.sh", "bin/tool", "../x"])
     def test_paths_never_name_a_program(self, command: str) -> None:
@@ -182,6 +244,11 @@ class TestNames:
             "PATH=/workspace ls", "LD_PRELOAD=/x.so ls", "BASH_ENV=/x bash", "IFS=/ ls",
             "GIT_PAGER=x git log", "GIT_CONFIG_COUNT=1 git log", "TAR_OPTIONS=x tar",
             "PYTHONSTARTUP=x ls", "PAGER=x git log", "HOME=/ ls", "BASH_FUNC_ls%%=x ls",
+            "TAPE=host:/dev/st0 tar -t", "export TAPE=host:/x", "RSH=/x tar -tf a",
+            "RSYNC_RSH=/x ls", "CVS_RSH=/x ls", "GH_PAGER=/x ls", "PSQL_EDITOR=/x ls",
+            "GIT_SSH=/x git fetch", "LD_AUDIT=/x.so ls", "PS0='$(id)' ls", "ENV=/x sh",
+            "PS4='$(id)' ls", "PROMPT_COMMAND=id ls", "XDG_DATA_HOME=/x ls", "ZDOTDIR=/x ls",
+            "env TAPE=host:/x tar -t", "env -u TAPE tar -t",
         ],
     )  # fmt: skip
     def test_protected_assignments(self, command: str) -> None:

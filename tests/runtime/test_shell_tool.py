@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
-from toolcage.policies import ToolcageConfig
+from toolcage.policies import ShellPolicy, ToolcageConfig
 from toolcage.policies._config import parse_config
 from toolcage.runtime import Runtime, SafetyTier, ToolExecutionContext
 from toolcage.runtime._shell_tool import ShellExecTool
@@ -83,6 +83,23 @@ class TestShellExec:
         assert "'./evil.sh'" in envelope["message"]
         assert envelope["field"] == "command"
         assert daemon_pid(runtime) is None  # the sidecar was not even started
+
+    async def test_the_sidecar_refuses_on_its_own_as_permission_denied(
+        self, runtime: Runtime, workspace: Path
+    ) -> None:
+        """With the runtime's early check widened, the sidecar's own check still refuses."""
+        tool = shell_tool(runtime)
+        tool.policy = ShellPolicy(tool.config.allowed | {"sh"})
+        result = await runtime.execute("shell_exec", {"command": "sh -c 'echo escaped'"})
+        envelope = result.envelope()
+        assert envelope["error_type"] == "permission_denied", envelope
+        assert envelope["message"].startswith("Shell policy refused 'sh'")
+        assert envelope["field"] == "command"
+        assert daemon_pid(runtime) is not None  # refused by the sidecar, not before it
+        job = await runtime.execute(
+            "shell_exec", {"command": "sh -c 'echo escaped'", "background": True}
+        )
+        assert job.envelope()["error_type"] == "permission_denied"
 
     async def test_a_failing_command_is_a_result_not_an_error(self, runtime: Runtime) -> None:
         result = await runtime.execute("shell_exec", {"command": "ls no-such-file"})

@@ -120,10 +120,17 @@ def stop_daemon(daemon: Daemon) -> None:
     shutil.rmtree(daemon.socket_path.parent, ignore_errors=True)
 
 
+UNCHECKED = ("--unsafe-skip-policy",)
+"""Start the daemon without its shell policy: the sandbox's own tests send it anything."""
+
+
 @pytest.fixture(scope="session")
 def daemon() -> Iterator[Daemon]:
+    """A daemon that checks no policy, for tests of the sandbox and the protocol alone."""
     workspace = make_workspace()
-    running = start_daemon(ShellConfig(workspace=workspace, limits=TEST_LIMITS))
+    running = start_daemon(
+        ShellConfig(workspace=workspace, limits=TEST_LIMITS), extra_args=UNCHECKED
+    )
     yield running
     stop_daemon(running)
     shutil.rmtree(workspace.parent, ignore_errors=True)

@@ -1,7 +1,7 @@
 """The daemon over its real socket: sessions, timeouts, limits and the sandbox itself.
 
-These send commands straight to the daemon -- no shell policy in front -- so that the
-sandbox is tested for what it contains on its own.
+These send commands straight to a daemon started with ``--unsafe-skip-policy`` -- no shell
+policy in front -- so that the sandbox is tested for what it contains on its own.
 """
 
 from __future__ import annotations
@@ -372,3 +372,70 @@ class TestDisconnect:
         await anyio.sleep(0.3)
         assert processes_running(marker.encode()) == []
         assert (await client.ping())["ok"]
+
+
+class TestGitGuard:
+    """The guard that stands in for git reads the config of the repository git will use."""
+
+    SETUP = (
+        "mkdir -p {d} && cd {d} && git init -q . && git init -q sub && "
+        "printf '#!/bin/sh\\necho ran >> /workspace/{d}/RAN\\n' > /workspace/{d}/mark.sh && "
+        "chmod +x mark.sh && "
+        "printf '[diff \"x\"]\\n\\ttextconv = /workspace/{d}/mark.sh\\n' >> sub/.git/config && "
+        "printf '* diff=x\\n' > sub/.gitattributes && echo a > sub/f && "
+        "git -C sub add -A && git -C sub -c user.name=a -c user.email=b@c commit -qm a; "
+        "echo b > sub/f"
+    )
+
+    @pytest.mark.parametrize(
+        "command",
+        ["git -C sub diff", "git --git-dir=sub/.git --work-tree=sub diff", "git -C sub log -p"],
+    )
+    async def test_options_naming_another_repository_are_followed(
+        self, client: SidecarClient, session: str, daemon: Daemon, command: str
+    ) -> None:
+        directory = f"guard-{session}"
+        await run(client, session, self.SETUP.format(d=directory), seconds=30)
+        result = await run(client, session, command, seconds=30)
+        assert result["exit_code"] == 126, result
+        assert "config sets 'diff.x.textconv'" in result["stderr"]
+        assert not (daemon.workspace / directory / "RAN").exists()
+
+    @pytest.mark.parametrize(
+        "command",
+        [
+            "git-upload-pack .", "git-receive-pack .", "git-upload-archive .",
+            "git upload-pack .", "git receive-pack .", "git -c x.y=1 receive-pack .",
+            "/usr/lib/git-core/git-receive-pack .",
+        ],
+    )  # fmt: skip
+    async def test_the_serving_side_of_a_transport_never_runs(
+        self, client: SidecarClient, session: str, command: str
+    ) -> None:
+        result = await run(
+            client, session, f"git init -q r-{session} && cd r-{session} && {command}"
+        )
+        assert result["exit_code"] == 126, result
+        assert "serves another repository" in result["stderr"]
+
+    @pytest.mark.parametrize(
+        "remote", ["../bare.git", "/workspace/{d}/bare.git", "file:///workspace/{d}/bare.git"]
+    )
+    async def test_local_transports_are_refused(
+        self, client: SidecarClient, session: str, remote: str
+    ) -> None:
+        directory = f"transport-{session}"
+        setup = (
+            f"mkdir -p {directory} && cd {directory} && git init -q --bare bare.git && "
+            "git init -q work && cd work && git -c user.name=a -c user.email=b@c "
+            "commit -q --allow-empty -m a"
+        )
+        await run(client, session, setup, seconds=30)
+        for command in (
+            f"git push -q {remote.format(d=directory)} HEAD:refs/heads/x",
+            f"git fetch -q {remote.format(d=directory)}",
+            f"git clone -q {remote.format(d=directory)} ../copy",
+        ):
+            result = await run(client, session, command, seconds=30)
+            assert result["exit_code"] != 0, (command, result)
+            assert "transport 'file' not allowed" in result["stderr"], (command, result)

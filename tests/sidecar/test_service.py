@@ -145,4 +145,5 @@ class TestSandboxCommandLine:
         assert "core.hooksPath" in GIT_GUARD
         assert "core.fsmonitor" in GIT_GUARD
         assert "GIT_CONFIG_NOSYSTEM=1" in GIT_GUARD
-        assert GIT_GUARD.rstrip().endswith('exec -a "$name" /run/toolcage/git "$@"')
+        assert "protocol.allow' GIT_CONFIG_VALUE_" in GIT_GUARD
+        assert GIT_GUARD.rstrip().endswith('exec -a "$name" /run/toolcage/git "${lead[@]}" "$@"')
