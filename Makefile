@@ -21,10 +21,11 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed ## create .venv and install toolcage with its dev tools
 
-system-deps: ## install the system packages toolcage needs (bubblewrap), when missing
-	@command -v bwrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; }
+system-deps: ## install bubblewrap with apt-get when it is missing (as root)
+	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] || { echo "bubblewrap is missing: run 'sudo make system-deps' (or apt-get install bubblewrap as root)" >&2; exit 1; }; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; }
 
-wasm: $(VENV)/.installed ## build the WASI guest tools with the pinned zig
+wasm: $(VENV)/.installed ## build the WASI guest tools with the pinned zig (cache: ~/.cache/toolcage)
 	$(BIN)/python -m toolcage.wasm_tools.build
 
 test: install system-deps wasm ## set everything up and run the test suite
@@ -37,7 +38,7 @@ lint: install ## ruff and mypy --strict
 	@mkdir -p .typecheck/toolcage
 	@for pkg in runtime policies host_bindings sidecar wasm_tools; do ln -sfn ../../$$pkg .typecheck/toolcage/$$pkg; done
 	$(BIN)/mypy -p toolcage.runtime -p toolcage.policies -p toolcage.host_bindings -p toolcage.sidecar -p toolcage.wasm_tools
-	$(BIN)/mypy tests
+	$(BIN)/mypy tests build_backend.py
 
 bench: install system-deps wasm ## measure the pipeline, the sandbox and the shell round trip
 	$(BIN)/python tests/bench/run.py

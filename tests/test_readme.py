@@ -1,8 +1,9 @@
-"""The README's embedding example runs as written and prints what the README says."""
+"""Every example in the README runs as written and does what the README says."""
 
 from __future__ import annotations
 
 import ast
+import json
 import re
 import subprocess
 import sys
@@ -11,7 +12,8 @@ from pathlib import Path
 from toolcage.policies import load_config
 from toolcage.runtime import Runtime
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
 
 
 def blocks(language: str) -> list[str]:
@@ -30,6 +32,26 @@ def blocks(language: str) -> list[str]:
         elif info is not None:
             current.append(line)
     return found
+
+
+def shell_lines() -> list[str]:
+    """The commands of the ``sh`` blocks, continuation lines joined, comment lines left out."""
+    lines: list[str] = []
+    for block in blocks("sh"):
+        for line in block.replace("\\\n", " ").splitlines():
+            if line.strip() and not line.lstrip().startswith("#"):
+                lines.append(line.strip())
+    return lines
+
+
+def make_targets() -> list[str]:
+    """The targets of the README's ``make`` commands."""
+    return [line.split()[1] for line in shell_lines() if line.startswith("make ")]
+
+
+def command_lines() -> list[str]:
+    """The README's shell commands other than ``make``: the command line examples."""
+    return [line for line in shell_lines() if not line.startswith("make ")]
 
 
 class TestReadme:
@@ -57,6 +79,35 @@ class TestReadme:
             assert {k: v for k, v in got.items() if k != "duration_ms"} == {
                 k: v for k, v in expected.items() if k != "duration_ms"
             }
+
+
+class TestReadmeCommands:
+    def test_every_make_command_names_a_target(self) -> None:
+        for target in make_targets():
+            done = subprocess.run(
+                ["make", "--dry-run", target], cwd=ROOT, capture_output=True, text=True
+            )
+            assert done.returncode == 0, f"make {target}: {done.stderr}"
+
+    def test_every_command_line_example_runs(self, tmp_path: Path) -> None:
+        (tmp_path / ".venv").symlink_to(sys.prefix)  # the README's paths are the checkout's
+        (tmp_path / "workspace").mkdir()
+        (tmp_path / "workspace" / "notes.md").write_text("# Notes\n\nship the release\n")
+        commands = command_lines()
+        assert any(" call " in command for command in commands)
+        for command in commands:
+            done = subprocess.run(
+                ["bash", "-o", "pipefail", "-c", command],
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            assert done.returncode == 0, f"{command}\n{done.stdout}{done.stderr}"
+            if " call " in command:
+                for line in done.stdout.splitlines():
+                    assert json.loads(line)["status"] == "success", command
 
 
 class TestReadmeReference:

@@ -2,17 +2,34 @@
 
 ``python -m toolcage.wasm_tools.build`` (``make wasm``) compiles every ``tools/NAME.c``,
 together with the guest SDK in ``sdk/``, into ``modules/NAME.wasm``. A module is rebuilt
-only when it is older than its source or any SDK file, so reruns cost nothing.
+only when it is older than its source or any SDK file, so reruns cost nothing; stale
+modules compile in parallel, one zig process per CPU.
+
+Most of a first build is zig compiling wasi-libc. zig caches that work, but its cache
+entries name the files of zig's own library by path, and the library sits inside each
+virtualenv, so every new checkout paid for wasi-libc again. Here zig gets a cache and a
+library directory of its own per user and zig version
+(``$XDG_CACHE_HOME/toolcage/zig-VERSION/``, the library hard-linked from the installed
+``ziglang``), so wasi-libc is compiled once per machine and user.
 
 The modules ship as package data; an installed toolcage reads them with
-:mod:`importlib.resources` and never compiles anything.
+:mod:`importlib.resources` and never compiles anything. :func:`build_cached` compiles
+other guests (the test suite's) into a per-user cache keyed by their content.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import importlib.util
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -22,6 +39,19 @@ MODULES = HERE / "modules"
 
 ZIG_TARGET = "wasm32-wasi"
 """zig 0.17 still spells WASI preview 1 ``wasm32-wasi`` (``wasm32-wasip1`` is clang's name)."""
+
+CFLAGS = (
+    f"--target={ZIG_TARGET}",
+    "-std=c11",
+    "-D_DEFAULT_SOURCE",  # memmem, strdup and friends of wasi-libc (musl)
+    "-O2",
+    "-s",
+    # zig's default 16 MiB shadow stack would be most of a guest's memory limit.
+    "-Wl,-z,stack-size=1048576",
+    "-Wall",
+    "-Werror",
+)
+"""What every guest is compiled with, besides its include directories."""
 
 
 class BuildError(RuntimeError):
@@ -46,47 +76,160 @@ def is_stale(out: Path, inputs: Iterable[Path]) -> bool:
     return any(path.stat().st_mtime_ns > built for path in inputs)
 
 
-def compile_guest(sources: Sequence[Path], out: Path, *, include: Sequence[Path] = (SDK,)) -> Path:
-    """Compile ``sources`` into the command module ``out`` (``-O2``, stripped)."""
+def cache_root() -> Path:
+    """``$XDG_CACHE_HOME/toolcage``, else ``~/.cache/toolcage``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "toolcage"
+
+
+def zig_version() -> str:
+    """The version of the installed ``ziglang`` package."""
+    try:
+        return version("ziglang")
+    except PackageNotFoundError as exc:
+        raise BuildError("the ziglang package is not installed (pip install ziglang)") from exc
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def _stable_zig_lib(home: Path) -> Path | None:
+    """zig's library under ``home``, linked from the installed package on first use.
+
+    The directory appears by one rename, so a concurrent build sees all of it or none.
+    None when the package's library cannot be found.
+    """
+    lib = home / "lib"
+    if lib.is_dir():
+        return lib
+    spec = importlib.util.find_spec("ziglang")  # finding it does not run zig
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    source = Path(next(iter(spec.submodule_search_locations))) / "lib"
+    if not source.is_dir():
+        return None
+    staging = Path(tempfile.mkdtemp(dir=home, prefix=".lib-"))
+    try:
+        shutil.copytree(source, staging / "lib", copy_function=_link_or_copy)
+        with contextlib.suppress(OSError):  # a concurrent build put it there first
+            (staging / "lib").rename(lib)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return lib if lib.is_dir() else None
+
+
+def zig_environment() -> dict[str, str]:
+    """The environment zig runs in: a cache and library per user and zig version.
+
+    A home directory that cannot be written leaves zig its own defaults.
+    """
+    env = dict(os.environ)
+    home = cache_root() / f"zig-{zig_version()}"
+    try:
+        (home / "cache").mkdir(parents=True, exist_ok=True)
+        lib = _stable_zig_lib(home)
+    except OSError:
+        return env
+    env["ZIG_GLOBAL_CACHE_DIR"] = env["ZIG_LOCAL_CACHE_DIR"] = str(home / "cache")
+    if lib is not None:
+        env["ZIG_LIB_DIR"] = str(lib)
+    return env
+
+
+def compile_guest(
+    sources: Sequence[Path],
+    out: Path,
+    *,
+    include: Sequence[Path] = (SDK,),
+    env: dict[str, str] | None = None,
+) -> Path:
+    """Compile ``sources`` into the command module ``out`` (written whole, by one rename)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
+    fd, name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.stem}-", suffix=".wasm")
+    os.close(fd)
+    tmp = Path(name)
     command = [
         sys.executable,
         "-m",
         "ziglang",
         "cc",
-        f"--target={ZIG_TARGET}",
-        "-std=c11",
-        "-D_DEFAULT_SOURCE",  # memmem, strdup and friends of wasi-libc (musl)
-        "-O2",
-        "-s",
-        # zig's default 16 MiB shadow stack would be most of a guest's memory limit.
-        "-Wl,-z,stack-size=1048576",
-        "-Wall",
-        "-Werror",
+        *CFLAGS,
         *(f"-I{path}" for path in include),
         *(str(path) for path in sources),
         "-o",
         str(tmp),
     ]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)  # noqa: S603
-    if done.returncode != 0:
+    try:
+        done = subprocess.run(  # noqa: S603
+            command,
+            capture_output=True,
+            text=True,
+            check=False,
+            env=zig_environment() if env is None else env,
+        )
+        if done.returncode != 0:
+            raise BuildError(f"compiling {out.name} failed:\n{done.stderr}")
+        tmp.chmod(0o644)  # mkstemp's 0600 would hide the module from other users
+        tmp.replace(out)
+    finally:
         tmp.unlink(missing_ok=True)
-        raise BuildError(f"compiling {out.name} failed:\n{done.stderr}")
-    tmp.replace(out)
     return out
 
 
+def _parallel(jobs: Sequence[tuple[Sequence[Path], Path, Sequence[Path]]]) -> list[Path]:
+    """Run ``(sources, out, include)`` compiles side by side; the first failure is raised."""
+    if not jobs:
+        return []
+    env = zig_environment()
+    workers = min(len(jobs), len(os.sched_getaffinity(0)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [
+            pool.submit(compile_guest, sources, out, include=include, env=env)
+            for sources, out, include in jobs
+        ]
+        return [future.result() for future in futures]
+
+
 def build_all(*, force: bool = False, out_dir: Path = MODULES) -> list[Path]:
-    """Build every stale tool module; the modules that were (re)built."""
-    built: list[Path] = []
+    """Build every stale tool module, in parallel; the modules that were (re)built."""
     sdk = sdk_inputs()
-    for source in sorted(TOOLS.glob("*.c")):
-        out = out_dir / f"{source.stem}.wasm"
-        if force or is_stale(out, [source, *sdk]):
-            compile_guest([source, *sdk_sources()], out)
-            built.append(out)
-    return built
+    outs = {source: out_dir / f"{source.stem}.wasm" for source in sorted(TOOLS.glob("*.c"))}
+    return _parallel(
+        [
+            ([source, *sdk_sources()], out, (SDK,))
+            for source, out in outs.items()
+            if force or is_stale(out, [source, *sdk])
+        ]
+    )
+
+
+def cached_module_path(sources: Sequence[Path], *, include: Sequence[Path] = ()) -> Path:
+    """Where :func:`build_cached` keeps the module of ``sources``: named by their content."""
+    digest = hashlib.sha256()
+    headers = sorted(header for path in include for header in path.glob("*.h"))
+    for part in (zig_version(), *CFLAGS):
+        digest.update(part.encode() + b"\0")
+    for path in [*sources, *headers]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    stem = sources[0].stem if sources else "guest"
+    return cache_root() / "guests" / f"{stem}-{digest.hexdigest()[:24]}.wasm"
+
+
+def build_cached(*groups: Sequence[Path], include: Sequence[Path] = ()) -> list[Path]:
+    """Modules of each group of ``sources``, compiled (in parallel) only when not cached yet."""
+    paths = [cached_module_path(sources, include=include) for sources in groups]
+    _parallel(
+        [
+            (sources, path, include)
+            for sources, path in zip(groups, paths, strict=True)
+            if not path.is_file()
+        ]
+    )
+    return paths
 
 
 def main(argv: Sequence[str] | None = None) -> int:

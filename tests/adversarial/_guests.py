@@ -1,28 +1,23 @@
-"""Building and running the test guests of ``guests/`` with the pinned zig and raw wasmtime."""
+"""The test guests of ``guests/``, compiled with the build helper and run by raw wasmtime."""
 
 from __future__ import annotations
 
-import hashlib
-import subprocess
-import sys
 from pathlib import Path
 
 import wasmtime
+from toolcage.wasm_tools.build import build_cached
 
 GUESTS = Path(__file__).parent / "guests"
 
 
-def build_guest(name: str, out_dir: Path) -> Path:
-    """Compile ``guests/NAME.c`` to a WASI preview-1 command (zig's cache makes reruns fast)."""
-    source = GUESTS / f"{name}.c"
-    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
-    out = out_dir / f"{name}-{digest}.wasm"
-    command = [sys.executable, "-m", "ziglang", "cc", "--target=wasm32-wasi", "-O2", "-s"]
-    done = subprocess.run(
-        [*command, "-o", str(out), str(source)], capture_output=True, text=True, timeout=110
-    )
-    assert done.returncode == 0, done.stderr
-    return out
+def build_guest(name: str) -> Path:
+    """``guests/NAME.c`` as a WASI preview-1 command, from the per-user build cache.
+
+    The session's start (``tests/conftest.py``) has built it already, outside any test's
+    timeout; this finds it by the hash of its source.
+    """
+    (module,) = build_cached([GUESTS / f"{name}.c"])
+    return module
 
 
 class GuestRunner:

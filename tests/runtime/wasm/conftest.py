@@ -2,30 +2,24 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from toolcage.runtime.wasm import ModuleCache, WasmEngine, WasmToolRunner
-from toolcage.wasm_tools.build import compile_guest
+from toolcage.wasm_tools.build import build_cached
 
 GUESTS = Path(__file__).parent / "guests"
 
 
 @pytest.fixture(scope="session")
-def guest_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("guests")
-
-
-@pytest.fixture(scope="session")
-def guest_wasm(guest_dir: Path) -> dict[str, bytes]:
-    built: dict[str, bytes] = {}
-    for source in sorted(GUESTS.glob("*.c")):
-        digest = hashlib.sha256(source.read_bytes()).hexdigest()[:12]
-        out = compile_guest([source], guest_dir / f"{source.stem}-{digest}.wasm")
-        built[source.stem] = out.read_bytes()
-    return built
+def guest_wasm() -> dict[str, bytes]:
+    """Each guest's module by name, from the build cache the session's start filled."""
+    sources = sorted(GUESTS.glob("*.c"))
+    modules = build_cached(*([source] for source in sources))
+    return {
+        source.stem: module.read_bytes() for source, module in zip(sources, modules, strict=True)
+    }
 
 
 @pytest.fixture
