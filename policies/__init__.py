@@ -23,6 +23,7 @@ from ._egress import (
 )
 from ._mounts import GrantedMount, MountArea, MountError, MountPolicy, MountsConfig
 from ._paths import PathPolicyViolation, canonical_guest_path
+from ._public import publish
 from ._shell_config import ShellConfig, ShellLimits, ShellMode, ShellSyntax
 from ._shell_env import protected_env_reason
 from ._shell_policy import ShellPolicy, ShellVerdict
@@ -59,3 +60,6 @@ __all__ = [
     "load_config",
     "protected_env_reason",
 ]
+
+publish(globals(), __all__)
+del publish

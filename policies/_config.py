@@ -130,6 +130,9 @@ def load_config(path: str | Path | None = None) -> ToolcageConfig:
         raise ConfigError(f"{path}: cannot read: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    except RecursionError:
+        # tomllib parses nested arrays and inline tables recursively.
+        raise ConfigError(f"{path}: not valid TOML: nested too deeply") from None
     return parse_config(raw, base_dir=path.resolve().parent, source=str(path))
 
 
@@ -139,18 +142,50 @@ def parse_config(raw: dict[str, Any], *, base_dir: Path, source: str = "config")
         raise ConfigError(
             f"{source}: base_dir: unknown key (paths resolve against the file's directory)"
         )
+    deep = _too_deep(raw)
+    if deep is not None:
+        raise ConfigError(f"{source}: {deep}: nested more than {MAX_DEPTH} levels deep")
     try:
         return ToolcageConfig.model_validate({**raw, "base_dir": base_dir})
     except ValidationError as exc:
         raise ConfigError(f"{source}: {_describe(exc)}") from None
 
 
-def _describe(exc: ValidationError) -> str:
+MAX_DEPTH = 16
+"""Tables and arrays nest at most this deep; no setting needs more than six levels, and the
+limit keeps validation and error messages clear of the recursion limit."""
+
+
+def _too_deep(raw: dict[str, Any]) -> str | None:
+    """The key path where ``raw`` nests past :data:`MAX_DEPTH`, if it does (no recursion)."""
+    stack: list[tuple[Any, tuple[str, ...]]] = [(raw, ())]
+    while stack:
+        value, path = stack.pop()
+        if len(path) > MAX_DEPTH:
+            return ".".join(path)
+        if isinstance(value, dict):
+            stack.extend((v, (*path, str(k))) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, (*path, str(i))) for i, v in enumerate(value))
+    return None
+
+
+def _describe(exc: ValidationError, shown: int = 10) -> str:
     problems = []
-    for err in exc.errors():
+    errors = exc.errors()
+    for err in errors[:shown]:
         where = ".".join(str(p) for p in err["loc"]) or "(top level)"
         if err["type"] == "extra_forbidden":
             problems.append(f"{where}: unknown key")
+        elif err["type"] == "value_error":  # a validator's own message names the value
+            problems.append(f"{where}: {err['msg'].removeprefix('Value error, ')}")
         else:
-            problems.append(f"{where}: {err['msg']} (got {err['input']!r})")
+            problems.append(f"{where}: {err['msg']} (got {_preview(err['input'])})")
+    if len(errors) > shown:
+        problems.append(f"and {len(errors) - shown} more")
     return "; ".join(problems)
+
+
+def _preview(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

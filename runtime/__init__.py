@@ -1,10 +1,19 @@
-"""toolcage's runtime: the tool model, the pipeline every call takes, and the embedding API."""
+"""toolcage's runtime: the embedding API, the tool model, and the agent loop.
 
-from toolcage.policies import LoopLimits
+What an embedder needs is importable from here::
 
-from ._accumulator import ToolCallAccumulator
-from ._approval import Approval, ApprovalPolicy, ApprovalRequest, CallbackApproval
-from ._decorator import FunctionTool, tool
+    from toolcage.runtime import Runtime, SafetyTier, UserMessage, run_turn, tool
+
+The seams to plug into (:class:`~toolcage.runtime.abc.Tool`, security checks, approval
+policies, model clients, ...) are in :mod:`toolcage.runtime.abc`; provider wire formats in
+:mod:`toolcage.runtime.providers`. Everything else lives in private modules.
+"""
+
+from toolcage.policies import LoopLimits, ToolcageConfig, load_config
+from toolcage.policies._public import publish
+
+from ._approval import Approval, ApprovalRequest, CallbackApproval
+from ._decorator import tool
 from ._errors import (
     ErrorKind,
     PermissionDeniedError,
@@ -27,50 +36,41 @@ from ._hooks import (
     ToolExecutionUpdate,
 )
 from ._loop import StopReason, TurnResult, run_turn
-from ._model_client import HttpModelClient, ModelAPIError, ModelClient
-from ._registry import ToolInfo, ToolRegistry
-from ._result import ContentBlock, ImageContent, TextContent, ToolResult
+from ._model_client import HttpModelClient, ModelAPIError
+from ._result import ImageContent, TextContent, ToolResult
 from ._runtime import Runtime
-from ._security import SecurityCheck
 from ._tool import (
     Attachment,
     FunctionDecl,
     ProgressUpdate,
     SafetyTier,
-    Tool,
     ToolCall,
     ToolExecutionContext,
 )
+from .providers.base import UserMessage
 
 __all__ = [
     "Approval",
-    "ApprovalPolicy",
     "ApprovalRequest",
     "Attachment",
     "Block",
     "CallbackApproval",
-    "ContentBlock",
     "ErrorKind",
     "FunctionDecl",
-    "FunctionTool",
     "Hooks",
     "HttpModelClient",
     "ImageContent",
     "LoopLimits",
     "ModelAPIError",
-    "ModelClient",
     "PermissionDeniedError",
     "ProgressUpdate",
     "Rewrite",
     "Runtime",
     "SafetyTier",
-    "SecurityCheck",
     "StopReason",
     "TextContent",
-    "Tool",
     "ToolBlockedError",
     "ToolCall",
-    "ToolCallAccumulator",
     "ToolCancelledError",
     "ToolError",
     "ToolEvent",
@@ -79,14 +79,18 @@ __all__ = [
     "ToolExecutionError",
     "ToolExecutionStart",
     "ToolExecutionUpdate",
-    "ToolInfo",
     "ToolNotFoundError",
-    "ToolRegistry",
     "ToolResult",
     "ToolTimeoutError",
     "ToolValidationError",
+    "ToolcageConfig",
     "TurnResult",
     "UsageError",
+    "UserMessage",
+    "load_config",
     "run_turn",
     "tool",
 ]
+
+publish(globals(), __all__)
+del publish

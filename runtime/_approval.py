@@ -63,7 +63,7 @@ class CallbackApproval:
 def canonical_hash(arguments: Mapping[str, Any]) -> str:
     """A stable digest of an arguments object (key order and spacing do not matter)."""
     text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class SafetyGate:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from ._errors import ToolNotFoundError, UsageError
 from ._tool import TOOL_NAME, DeclaresNeeds, FunctionDecl, SafetyTier, Tool
@@ -19,6 +20,8 @@ class ToolInfo:
     timeout: float
     needs: tuple[str, ...]
     """What the tool needs from the host (mounts, network, the shell sidecar, ...)."""
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    """JSON Schema of the tool's arguments, as models are offered it."""
 
 
 class ToolRegistry:
@@ -80,14 +83,18 @@ class ToolRegistry:
         return [d for n, d in self._decls.items() if self.is_enabled(n, agent_id)]
 
     def listing(self, agent_id: str = "default") -> list[ToolInfo]:
-        """Name, description, tier, timeout and needs of each tool, sorted by name."""
+        """Name, description, tier, timeout, needs and parameters of each tool, by name."""
         rows = []
         for name in sorted(self._tools):
             if not self.is_enabled(name, agent_id):
                 continue
             tool, decl = self._tools[name], self._decls[name]
             needs = tool.needs if isinstance(tool, DeclaresNeeds) else ()
-            rows.append(ToolInfo(name, decl.description, tool.safety_tier, tool.timeout, needs))
+            rows.append(
+                ToolInfo(
+                    name, decl.description, tool.safety_tier, tool.timeout, needs, decl.parameters
+                )
+            )
         return rows
 
     def __contains__(self, name: object) -> bool:

@@ -14,10 +14,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from toolcage.policies import ToolcageConfig, load_config
+from toolcage.policies import ConfigError, ToolcageConfig, load_config
 
 from ._approval import ApprovalPolicy, SafetyGate
 from ._builtins import load_builtins
+from ._config_check import check_config
 from ._hooks import Hooks
 from ._output_store import OutputStore
 from ._pipeline import ToolPipeline
@@ -49,12 +50,18 @@ class Runtime:
         stack: AsyncExitStack | None = None,
         output_store: OutputStore | None = None,
     ) -> None:
-        self.config = config or ToolcageConfig()
-        self.output_store = output_store or OutputStore.from_config(self.config.output_store)
+        self.config = ToolcageConfig() if config is None else config
+        # `is None`, not `or`: an empty store is falsy (it has a length), and a second store
+        # would leave the handles the pipeline hands out unreadable by tool_output_read.
+        self.output_store = (
+            OutputStore.from_config(self.config.output_store)
+            if output_store is None
+            else output_store
+        )
         self.registry = ToolRegistry(tools)
-        self.hooks = hooks or Hooks()
+        self.hooks = Hooks() if hooks is None else hooks
         self.gate = SafetyGate(self.config.approval.auto_approve, approval)
-        self._stack = stack or AsyncExitStack()
+        self._stack = AsyncExitStack() if stack is None else stack
         self._closed = False
         self.pipeline = ToolPipeline(
             self.registry,
@@ -77,15 +84,23 @@ class Runtime:
         """A runtime with the built-in tools under the policies of a config file.
 
         ``path=None`` uses the embedded defaults (a ``./workspace`` directory mounted at
-        ``/workspace``). Extra host ``tools`` are registered beside the built-in ones.
+        ``/workspace``). Extra host ``tools`` are registered beside the built-in ones; pass
+        here any host tool the config names. Raises :class:`ConfigError` for a config that
+        cannot be read or that does not fit this runtime (see :mod:`._config_check`).
         """
         config = path if isinstance(path, ToolcageConfig) else load_config(path)
         stack = AsyncExitStack()
         store = OutputStore.from_config(config.output_store)
         builtin_tools, checks = load_builtins(config, store, stack)
+        all_tools = [*builtin_tools, *tools]
+        try:
+            check_config(config, {tool.schema().name for tool in all_tools})
+        except ConfigError as exc:
+            source = "config" if path is None or isinstance(path, ToolcageConfig) else path
+            raise ConfigError(f"{source}: {exc}") from None
         runtime = cls(
             config,
-            tools=[*builtin_tools, *tools],
+            tools=all_tools,
             checks=checks,
             approval=approval,
             stack=stack,
@@ -123,9 +138,12 @@ class Runtime:
         return await self.pipeline.execute(call, context)
 
     async def aclose(self) -> None:
-        """Release the engine, the sidecar and any other resource the tools hold."""
+        """Refuse further calls (``cancelled``), stop running guests and shell commands and
+        wait for them (bounded), then release the engine, the sidecar and any other
+        resource the tools hold."""
         if not self._closed:
             self._closed = True
+            self.pipeline.closed = True
             await self._stack.aclose()
 
     async def __aenter__(self) -> Self:

@@ -2,40 +2,73 @@
 
     toolcage tools [--config FILE] [--json]
     toolcage call NAME 'JSON' [--config FILE] [--approve]
-    toolcage call --jsonl [--config FILE] [--approve]     one {"tool", "arguments"} per line
-    toolcage sidecar ...                                    the shell daemon
+    toolcage call --jsonl [--config FILE] [--approve]   one {"tool", "arguments", "id"} per line
+    toolcage check [--config FILE]                        is this machine ready for the config?
+    toolcage sidecar ...                                  the shell daemon
 
-``call`` prints the result envelope as JSON and exits 0 on success, 1 on a tool error;
-every command exits 2 on bad usage (including a broken config, named by key).
+``call`` prints the result envelope as JSON and exits 0 on success, 1 on a tool error (with
+``--jsonl``: 1 if any call failed; a bad line is answered and the batch goes on). ``check``
+prints one line per check and exits 0 only when all of them hold. Every command exits 2 on
+bad usage (a broken config is named by its key), 130 on Ctrl-C, and 141 when the reader of
+its output goes away (``toolcage tools | head -1``), without a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
 
 import anyio
 from toolcage.policies import ConfigError
 
 from ._approval import Approval, ApprovalRequest, CallbackApproval
 from ._errors import ToolValidationError, UsageError
+from ._jsonl import (
+    LINE_OVERHEAD,
+    LineError,
+    LineReader,
+    answer,
+    error_answer,
+    parse_call_line,
+    write_json_line,
+)
 from ._result import ToolResult
-from ._runtime import Runtime
+from ._runtime import DEFAULT_CONTEXT, Runtime
+from ._setup_check import run_checks
 
 EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130
+"""128 + SIGINT, as a shell reports a command stopped by Ctrl-C."""
+EXIT_BROKEN_PIPE = 141
+"""128 + SIGPIPE, as a shell reports a writer whose reader went away."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _discard_stdout()
+        return EXIT_BROKEN_PIPE
+    except OSError as exc:  # stdout on a full disk, say: one line, not a traceback
+        _discard_stdout()
+        print(f"toolcage: error: {exc}", file=sys.stderr)
+        return EXIT_TOOL_ERROR
+
+
+def _main(argv: list[str]) -> int:
     if argv[:1] == ["sidecar"]:
         from toolcage.sidecar.__main__ import main as sidecar_main
 
         status: int = sidecar_main(argv[1:])
         return status
     args = _parser().parse_args(argv)
+    if args.command == "check":
+        return anyio.run(run_checks, args.config, sys.stdout)
     try:
         runtime = Runtime.from_config(args.config)
     except (ConfigError, UsageError) as exc:
@@ -49,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.name is not None:
             print("error: --jsonl reads calls from stdin; give no NAME", file=sys.stderr)
             return EXIT_USAGE
-        return anyio.run(_call_lines, runtime, sys.stdin, sys.stdout)
+        return anyio.run(_call_lines, runtime, sys.stdin.fileno())
     if args.name is None:
         print("error: call needs a tool NAME and its JSON arguments (or --jsonl)", file=sys.stderr)
         return EXIT_USAGE
@@ -60,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="toolcage", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     tools = commands.add_parser("tools", help="list the available tools")
-    tools.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    tools.add_argument("--json", action="store_true", help="print JSON, with each tool's schema")
     call = commands.add_parser("call", help="call a tool and print its result envelope")
     call.add_argument("name", nargs="?", help="the tool's name")
     call.add_argument("arguments", nargs="?", default="{}", help="the arguments as JSON")
@@ -68,7 +101,10 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument(
         "--approve", action="store_true", help="approve privileged calls (you are the approver)"
     )
-    for sub in (tools, call):
+    check = commands.add_parser(
+        "check", help="check the config and this machine: guests, bubblewrap, the sidecar"
+    )
+    for sub in (tools, call, check):
         sub.add_argument("--config", metavar="FILE", help="operator config (TOML)")
     # Handed to the sidecar's own parser before this one runs; listed here for --help.
     commands.add_parser("sidecar", help="run the shell daemon (toolcage sidecar --help)")
@@ -83,60 +119,84 @@ def _approve_all(request: ApprovalRequest) -> Approval:
 async def _list_tools(runtime: Runtime, as_json: bool) -> int:
     async with runtime:
         rows = runtime.registry.listing()
-        if as_json:
-            data = [
-                {
-                    "name": r.name,
-                    "description": r.description,
-                    "safety_tier": r.safety_tier.value,
-                    "timeout": r.timeout,
-                    "needs": list(r.needs),
-                }
-                for r in rows
-            ]
-            print(json.dumps(data, indent=2))
-            return EXIT_OK
-        width = max((len(r.name) for r in rows), default=4)
-        for r in rows:
-            needs = f"  [needs: {', '.join(r.needs)}]" if r.needs else ""
-            print(f"{r.name:<{width}}  {r.safety_tier.value:<14}  {r.description}{needs}")
+    if as_json:
+        data = [
+            {
+                "name": r.name,
+                "description": r.description,
+                "safety_tier": r.safety_tier.value,
+                "timeout": r.timeout,
+                "needs": list(r.needs),
+                "parameters": r.parameters,
+            }
+            for r in rows
+        ]
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    width = max((len(r.name) for r in rows), default=4)
+    for r in rows:
+        needs = f"  [needs: {', '.join(r.needs)}]" if r.needs else ""
+        summary = r.description.split("\n", 1)[0]
+        print(f"{r.name:<{width}}  {r.safety_tier.value:<14}  {summary}{needs}")
     return EXIT_OK
 
 
 async def _call_one(runtime: Runtime, name: str, arguments: str) -> int:
-    async with runtime:
-        result = await runtime.execute(name, arguments)
-    print(json.dumps(result.envelope(), ensure_ascii=False))
+    result = _argv_problem(name, arguments)
+    if result is None:
+        async with runtime:
+            result = await runtime.execute(name, arguments)
+    write_json_line(sys.stdout, result.envelope())
     return EXIT_TOOL_ERROR if result.is_error else EXIT_OK
 
 
-async def _call_lines(runtime: Runtime, source: TextIO, sink: TextIO) -> int:
+def _argv_problem(name: str, arguments: str) -> ToolResult | None:
+    """A ``validation_error`` when the name or the arguments are not UTF-8 (argv holds the
+    operating system's bytes; Python keeps the undecodable ones as lone surrogates)."""
+    for value, what in ((name, "the tool name"), (arguments, "the arguments")):
+        try:
+            os.fsencode(value).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problem = ToolValidationError(f"{what}: not valid UTF-8 (byte {exc.start + 1})")
+            return ToolResult.failure("" if value is name else name, problem)
+    return None
+
+
+async def _call_lines(runtime: Runtime, fd: int) -> int:
     status = EXIT_OK
+    limit = runtime.config.limits.max_argument_bytes + LINE_OVERHEAD
+    reader = LineReader(fd, limit)
+    number = 0
     async with runtime:
-        for line in source:
-            if not line.strip():
+        while (line := await reader.next()) is not None:
+            number += 1
+            raw, too_long = line
+            if not too_long and not raw.strip():
                 continue
-            envelope = await _call_line(runtime, line)
+            if too_long:
+                envelope = error_answer(LineError(f"the line is over {limit:,} bytes"), number)
+            else:
+                parsed = parse_call_line(raw)
+                if isinstance(parsed, LineError):
+                    envelope = error_answer(parsed, number)
+                else:
+                    call, call_id = parsed
+                    result = await runtime.execute_call(call, DEFAULT_CONTEXT)
+                    envelope = answer(result.envelope(), call_id, number)
             if envelope["status"] != "success":
                 status = EXIT_TOOL_ERROR
-            sink.write(json.dumps(envelope, ensure_ascii=False) + "\n")
-            sink.flush()
+            write_json_line(sys.stdout, envelope)
     return status
 
 
-async def _call_line(runtime: Runtime, line: str) -> dict[str, Any]:
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit cannot fail again."""
     try:
-        request = json.loads(line)
-    except json.JSONDecodeError as exc:
-        return _bad_line(f"line is not JSON: {exc.msg}")
-    if not isinstance(request, dict) or not isinstance(request.get("tool"), str):
-        return _bad_line('each line must be an object {"tool": NAME, "arguments": {...}}')
-    result = await runtime.execute(request["tool"], request.get("arguments", {}))
-    return result.envelope()
-
-
-def _bad_line(message: str) -> dict[str, Any]:
-    return ToolResult.failure("", ToolValidationError(message)).envelope()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -55,7 +55,8 @@ async def main() -> None:
             raise SystemExit(f"toolcage demo: tools missing from this build: {sorted(missing)}")
         print("toolcage demo — tools on the default config:")
         for row in runtime.registry.listing():
-            print(f"  {row.name:<18} {row.safety_tier.value:<14} {row.description}")
+            summary = row.description.split("\n", 1)[0]
+            print(f"  {row.name:<18} {row.safety_tier.value:<14} {summary}")
         for name, arguments, why in SCRIPT:
             print(f"\n-- {why}\n   call {name} {json.dumps(arguments)}")
             result = await runtime.execute(name, arguments)

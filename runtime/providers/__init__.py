@@ -1,5 +1,7 @@
 """Provider adapters: one wire format each, behind :class:`ProviderAdapter`."""
 
+from toolcage.policies._public import publish
+
 from .anthropic import AnthropicAdapter
 from .base import (
     AssistantMessage,
@@ -34,3 +36,6 @@ __all__ = [
     "UserMessage",
     "gemini_schema",
 ]
+
+publish(globals(), __all__)
+del publish

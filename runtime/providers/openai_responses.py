@@ -7,6 +7,13 @@ on the :class:`~toolcage.runtime.ToolCall`. Results carry text and images (``inp
 ``input_image`` parts); there is no error flag, so a failure's text is its JSON envelope.
 Streamed calls arrive as ``response.output_item.added`` then
 ``response.function_call_arguments.delta`` events keyed by ``output_index``.
+
+Reasoning models emit ``reasoning`` items before the calls they lead to. They go back in the
+next request in their place, whole (``id``, ``summary``, ``encrypted_content`` when there
+is one), and each ``function_call`` item keeps its item ``id``, so the model keeps its
+reasoning across tool rounds. The order of a response's items travels in
+:attr:`AssistantMessage.echo` under :data:`ITEMS`. With ``store=False`` the server keeps
+nothing, so the adapter asks for each reasoning item's ``encrypted_content``.
 """
 
 from __future__ import annotations
@@ -31,11 +38,24 @@ from .base import (
     new_call_id,
 )
 
+ITEMS = "openai_responses_items"
+"""The :attr:`AssistantMessage.echo` key of a response's output items, in order: reasoning
+items whole, messages as ``{"type": "message"}`` and function calls as ``{"type":
+"function_call", "id", "call_id"}`` (their text and arguments are in the message itself)."""
+
 
 class OpenAIResponsesAdapter:
     """``POST /responses``."""
 
     name = "openai_responses"
+
+    def __init__(
+        self, *, reasoning: Mapping[str, Any] | None = None, store: bool | None = None
+    ) -> None:
+        self.reasoning = reasoning
+        """The request's ``reasoning`` options (``{"effort": "high", "summary": "auto"}``)."""
+        self.store = store
+        """``False``: the server keeps no response, so reasoning travels encrypted."""
 
     def tool_definitions(self, tools: Sequence[FunctionDecl]) -> list[dict[str, Any]]:
         return [
@@ -55,17 +75,7 @@ class OpenAIResponsesAdapter:
             if isinstance(message, UserMessage):
                 items.append({"role": "user", "content": message.text})
             elif isinstance(message, AssistantMessage):
-                if message.text:
-                    items.append({"role": "assistant", "content": message.text})
-                items.extend(
-                    {
-                        "type": "function_call",
-                        "call_id": call.id,
-                        "name": call.name,
-                        "arguments": arguments_as_text(call),
-                    }
-                    for call in message.calls
-                )
+                items.extend(_assistant_items(message))
             else:
                 items.extend(_output_item(outcome) for outcome in message.outcomes)
         return items
@@ -76,6 +86,12 @@ class OpenAIResponsesAdapter:
             body["instructions"] = request.system
         if request.tools:
             body["tools"] = self.tool_definitions(request.tools)
+        if self.reasoning is not None:
+            body["reasoning"] = dict(self.reasoning)
+        if self.store is not None:
+            body["store"] = self.store
+            if not self.store:
+                body["include"] = ["reasoning.encrypted_content"]
         if stream:
             body["stream"] = True
         return body
@@ -89,6 +105,7 @@ class OpenAIResponsesAdapter:
     def parse_response(self, data: Mapping[str, Any]) -> ModelResponse:
         text: list[str] = []
         calls: list[ToolCall] = []
+        order: list[Mapping[str, Any]] = []
         for item in data.get("output") or ():
             if item.get("type") == "message":
                 text.extend(
@@ -96,16 +113,71 @@ class OpenAIResponsesAdapter:
                     for part in item.get("content") or ()
                     if part.get("type") == "output_text"
                 )
+                order.append(_MESSAGE)
             elif item.get("type") == "function_call":
-                calls.append(_call(item))
+                call = _call(item)
+                calls.append(call)
+                order.append(_call_reference(item, call.id))
+            elif item.get("type") == "reasoning":
+                order.append(_reasoning(item))
         return ModelResponse(
-            AssistantMessage("".join(text), tuple(calls)),
+            _assistant("".join(text), tuple(calls), order),
             _usage(data.get("usage")),
             str(data.get("status") or ""),
         )
 
     def stream_decoder(self) -> StreamDecoder:
         return _ResponsesStream()
+
+
+_MESSAGE: Mapping[str, Any] = {"type": "message"}
+
+
+def _assistant(
+    text: str, calls: tuple[ToolCall, ...], order: Sequence[Mapping[str, Any]]
+) -> AssistantMessage:
+    keep = any(item.get("type") != "message" for item in order)
+    return AssistantMessage(text, calls, {ITEMS: tuple(order)} if keep else {})
+
+
+def _assistant_items(message: AssistantMessage) -> list[dict[str, Any]]:
+    """The input items of an earlier response: in its own order when it is known."""
+    text = [{"role": "assistant", "content": message.text}] if message.text else []
+    pending = {call.id: call for call in message.calls}
+    items: list[dict[str, Any]] = []
+    for reference in message.echo.get(ITEMS, ()):
+        kind = reference.get("type")
+        if kind == "reasoning":
+            items.append(dict(reference))
+        elif kind == "message":
+            items += text
+            text = []
+        elif kind == "function_call":
+            call = pending.pop(reference.get("call_id", ""), None)
+            if call is not None:
+                items.append(_call_item(call, reference.get("id")))
+    items += text
+    items.extend(_call_item(call, None) for call in pending.values())
+    return items
+
+
+def _call_item(call: ToolCall, item_id: str | None) -> dict[str, Any]:
+    item: dict[str, Any] = {"type": "function_call"}
+    if item_id:
+        item["id"] = item_id
+    item.update(call_id=call.id, name=call.name, arguments=arguments_as_text(call))
+    return item
+
+
+def _call_reference(item: Mapping[str, Any], call_id: str) -> Mapping[str, Any]:
+    return {"type": "function_call", "id": str(item.get("id") or ""), "call_id": call_id}
+
+
+def _reasoning(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A reasoning item as it goes back: every field the server sent, but no nulls."""
+    kept = {key: value for key, value in item.items() if value is not None}
+    kept.setdefault("summary", [])
+    return kept
 
 
 def _call(item: Mapping[str, Any]) -> ToolCall:
@@ -147,17 +219,14 @@ class _ResponsesStream:
         self.calls = ToolCallAccumulator()
         self.usage: Usage | None = None
         self.status = ""
+        self.order: dict[int, Mapping[str, Any]] = {}
+        """What each output index holds (see :data:`ITEMS`), as the items arrive."""
 
     def feed(self, event: str, data: Mapping[str, Any]) -> None:
         kind = data.get("type") or event
         index = data.get("output_index")
-        if kind == "response.output_item.added":
-            item = data.get("item") or {}
-            if item.get("type") == "function_call":
-                call_id = item.get("call_id") or item.get("id") or ""
-                self.calls.start(index, call_id, item.get("name", ""))
-                if item.get("arguments"):
-                    self.calls.delta(index, item["arguments"])
+        if kind in ("response.output_item.added", "response.output_item.done"):
+            self._item(kind, index, data.get("item") or {})
         elif kind == "response.function_call_arguments.delta" and index in self.calls:
             self.calls.delta(index, data.get("delta") or "")
         elif kind == "response.function_call_arguments.done" and index in self.calls:
@@ -169,7 +238,27 @@ class _ResponsesStream:
             self.usage = _usage(response.get("usage")) or self.usage
             self.status = str(response.get("status") or "")
 
+    def _item(self, kind: str, index: Any, item: Mapping[str, Any]) -> None:
+        if not isinstance(index, int):
+            return
+        added = kind == "response.output_item.added"
+        if item.get("type") == "function_call" and added:
+            call_id = item.get("call_id") or item.get("id") or ""
+            self.calls.start(index, call_id, item.get("name", ""))
+            if item.get("arguments"):
+                self.calls.delta(index, item["arguments"])
+            self.order[index] = _call_reference(item, call_id)
+        elif item.get("type") == "message":
+            self.order[index] = _MESSAGE
+        elif item.get("type") == "reasoning":
+            self.order[index] = _reasoning(item)  # the done item is the whole one
+
     def finish(self) -> ModelResponse:
-        return ModelResponse(
-            AssistantMessage("".join(self.text), self.calls.finish()), self.usage, self.status
-        )
+        calls = self.calls.finish()
+        order = [self.order[index] for index in sorted(self.order)]
+        # A call the accumulator gave a fresh id to is matched by that id, not the item's.
+        given = {reference.get("call_id") for reference in order}
+        for call in calls:
+            if call.id not in given:
+                order.append({"type": "function_call", "id": "", "call_id": call.id})
+        return ModelResponse(_assistant("".join(self.text), calls, order), self.usage, self.status)

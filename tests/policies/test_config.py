@@ -61,3 +61,37 @@ class TestLoadConfig:
     def test_base_dir_cannot_be_set_from_the_file(self, tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match="base_dir: unknown key"):
             load_config(write(tmp_path, 'base_dir = "/"\n'))
+
+
+class TestLoadConfigBounds:
+    @pytest.mark.parametrize("depth", [1000, 100_000])
+    def test_deeply_nested_values_are_a_config_error(self, tmp_path: Path, depth: int) -> None:
+        for text in (
+            "a = " + "[" * depth + "]" * depth,
+            "a = " + "{b = " * depth + "1" + "}" * depth,
+        ):
+            with pytest.raises(ConfigError, match="nested too deeply"):
+                load_config(write(tmp_path, text))
+
+    def test_deeply_nested_tables_name_where(self, tmp_path: Path) -> None:
+        text = "[limits." + ".".join(["x"] * 30) + "]\n"
+        with pytest.raises(ConfigError, match=r"limits\.x\.x.*: nested more than 16 levels deep"):
+            load_config(write(tmp_path, text))
+
+    def test_a_long_bad_value_is_shown_cut(self, tmp_path: Path) -> None:
+        text = f'[limits]\ntruncate_bytes = "{"9x" * 50_000}"\n'
+        with pytest.raises(ConfigError) as info:
+            load_config(write(tmp_path, text))
+        assert len(str(info.value)) < 400
+
+    def test_many_problems_are_counted_not_all_listed(self, tmp_path: Path) -> None:
+        text = "".join(f"key{n} = 1\n" for n in range(5000))
+        with pytest.raises(ConfigError) as info:
+            load_config(write(tmp_path, text))
+        assert str(info.value).endswith("; and 4990 more")
+        assert str(info.value).count("unknown key") == 10
+
+    def test_load_config_does_not_look_at_the_filesystem(self, tmp_path: Path) -> None:
+        text = '[[mounts.areas]]\nhost = "absent"\nguest = "/a"\ntiers = { read_only = "ro" }\n'
+        config = load_config(write(tmp_path, text))
+        assert config.mounts.areas[0].host == Path("absent")

@@ -32,6 +32,8 @@ class Reply:
     """Another status answers with the provider's error body instead."""
     retry_after: str | None = None
     """The ``Retry-After`` header sent with an error status."""
+    reasoning: str = ""
+    """OpenAI Responses: a reasoning item (with this summary) before the other items."""
 
 
 @dataclass
@@ -132,6 +134,12 @@ def chat_sse(reply: Reply, n: int) -> Iterator[tuple[str, str]]:
 
 def _responses_items(reply: Reply) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
+    if reply.reasoning:
+        items.append(
+            {"type": "reasoning", "id": "rs_" + reply.reasoning.split()[0],
+             "summary": [{"type": "summary_text", "text": reply.reasoning}],
+             "encrypted_content": "enc:" + reply.reasoning}
+        )  # fmt: skip
     if reply.text:
         items.append(
             {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
@@ -176,6 +184,9 @@ def responses_sse(reply: Reply, n: int) -> Iterator[tuple[str, str]]:
             yield event("response.output_item.added", output_index=index, item=empty)
             yield event("response.output_text.delta", output_index=index, item_id=item["id"],
                         content_index=0, delta=reply.text)  # fmt: skip
+        elif item["type"] == "reasoning":
+            added = {"type": "reasoning", "id": item["id"], "summary": []}
+            yield event("response.output_item.added", output_index=index, item=added)
         else:
             added = {**item, "arguments": "", "status": "in_progress"}
             yield event("response.output_item.added", output_index=index, item=added)

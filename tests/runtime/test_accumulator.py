@@ -9,10 +9,10 @@ import pytest
 from toolcage.runtime import (
     Runtime,
     ToolCall,
-    ToolCallAccumulator,
     ToolExecutionContext,
     UsageError,
 )
+from toolcage.runtime._accumulator import ToolCallAccumulator
 from toolcage.runtime._sse import ServerSentEvent, parse_sse
 from toolcage.runtime.providers import AnthropicAdapter, OpenAIChatAdapter
 

@@ -488,3 +488,39 @@ class TestModelErrors:
     def test_an_unknown_provider_is_refused_by_name(self) -> None:
         with pytest.raises(ValueError, match="unknown provider 'openai'; known: anthropic"):
             HttpModelClient.for_provider("openai", base_url="http://x", api_key="k", model="m")
+
+
+class TestResponsesReasoning:
+    @pytest.mark.parametrize(
+        "variant", [("openai_responses", False), ("openai_responses", True)], ids=["json", "sse"]
+    )
+    async def test_reasoning_items_go_back_before_their_calls_with_their_ids(
+        self, harness: Harness
+    ) -> None:
+        harness.model.script = [
+            Reply("", [call("call_1", "add", a=1, b=2)], reasoning="first think"),
+            Reply("", [call("call_2", "add", a=3, b=4)], reasoning="second think"),
+            Reply("Done."),
+        ]
+        turn = await harness.turn()
+        assert turn.stop is StopReason.COMPLETED
+        second, third = (harness.model.requests[n].body["input"] for n in (1, 2))
+        first_round = [
+            {
+                "type": "reasoning",
+                "id": "rs_first",
+                "summary": [{"type": "summary_text", "text": "first think"}],
+                "encrypted_content": "enc:first think",
+            },
+            {
+                "type": "function_call",
+                "id": "fc_call_1",
+                "call_id": "call_1",
+                "name": "add",
+                "arguments": '{"a": 1, "b": 2}',
+            },
+        ]
+        assert second[1:3] == first_round
+        assert second[3]["type"] == "function_call_output"
+        assert third[1:3] == first_round  # earlier rounds keep their reasoning too
+        assert [item.get("id") for item in third[4:6]] == ["rs_second", "fc_call_2"]

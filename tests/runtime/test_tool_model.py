@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 import toolcage.runtime
+from pydantic import Field
 from toolcage.runtime import (
     ErrorKind,
     FunctionDecl,
@@ -15,13 +16,13 @@ from toolcage.runtime import (
     SafetyTier,
     ToolError,
     ToolExecutionContext,
-    ToolRegistry,
     ToolResult,
     ToolTimeoutError,
     UsageError,
     tool,
 )
 from toolcage.runtime._errors import ERROR_CLASSES
+from toolcage.runtime._registry import ToolRegistry
 
 from .sample_tools import describe, echo
 
@@ -166,3 +167,117 @@ class TestPublicSurface:
             if not name.startswith("_") and getattr(value, "__module__", "").startswith("toolcage")
         }
         assert public <= set(exported)
+
+
+class TestToolDecoratorFidelity:
+    def test_annotated_field_keeps_its_description_and_constraints(self) -> None:
+        @tool
+        def pick(
+            count: Annotated[int, Field(description="How many to pick.", ge=1, le=10)],
+            prefix: Annotated[str, Field(max_length=3)] = "a",
+        ) -> str:
+            """Pick some.
+
+            Args:
+                count: Ignored, the Field says it.
+                prefix: Start of each pick.
+            """
+            return prefix * count
+
+        props = pick.schema().parameters["properties"]
+        assert props["count"] == {
+            "type": "integer",
+            "description": "How many to pick.",
+            "minimum": 1,
+            "maximum": 10,
+        }
+        assert props["prefix"]["maxLength"] == 3
+        assert props["prefix"]["description"] == "Start of each pick."
+
+    async def test_field_constraints_hold_through_from_config(self) -> None:
+        @tool
+        def pick(
+            count: Annotated[int, Field(ge=1, le=10)], label: str = Field("x", min_length=1)
+        ) -> str:
+            """Pick some."""
+            return label * count
+
+        async with Runtime.from_config(None, tools=[pick]) as runtime:
+            refused = await runtime.execute("pick", {"count": 11})
+            assert refused.error is not None
+            assert (refused.error.kind, refused.error.field) == (
+                ErrorKind.VALIDATION_ERROR,
+                "count",
+            )
+            assert (await runtime.execute("pick", {"count": 2})).output_text == "xx"
+            assert (await runtime.execute("pick", {"count": 2, "label": ""})).is_error
+
+    def test_the_whole_docstring_without_its_parameters_is_the_description(self) -> None:
+        @tool
+        def archive(path: str, level: int = 6) -> str:
+            """Compress a file into a gzip archive.
+
+            The original is kept. Archives larger than the workspace quota
+            are refused.
+
+            Args:
+                path: The file to compress.
+                level: Compression level,
+                    1 (fast) to 9 (small).
+
+            Returns:
+                The archive's path.
+            """
+            return path
+
+        decl = archive.schema()
+        assert decl.description == (
+            "Compress a file into a gzip archive.\n\n"
+            "The original is kept. Archives larger than the workspace quota\nare refused.\n\n"
+            "Returns: The archive's path."
+        )
+        assert "Args" not in decl.description
+        assert decl.parameters["properties"]["level"]["description"] == (
+            "Compression level, 1 (fast) to 9 (small)."
+        )
+
+    def test_numpy_style_parameter_docs(self) -> None:
+        @tool
+        def scale(value: float, factor: float = 2.0) -> float:
+            """Scale a value.
+
+            Parameters
+            ----------
+            value : float
+                The value to scale.
+            factor : float, optional
+                What to multiply by.
+            """
+            return value * factor
+
+        props = scale.schema().parameters["properties"]
+        assert props["value"]["description"] == "The value to scale."
+        assert props["factor"]["description"] == "What to multiply by."
+        assert scale.schema().description == "Scale a value."
+
+    def test_sphinx_style_with_types(self) -> None:
+        @tool
+        def greet(name: str, times: int = 1) -> str:
+            """Greet someone.
+
+            :param str name: Who to greet.
+            :param times: How often.
+            :returns: the greeting
+            """
+            return f"hi {name}" * times
+
+        props = greet.schema().parameters["properties"]
+        assert (props["name"]["description"], props["times"]["description"]) == (
+            "Who to greet.",
+            "How often.",
+        )
+
+    def test_the_listing_shows_the_parameters(self) -> None:
+        runtime = Runtime(tools=[echo])
+        (row,) = runtime.registry.listing()
+        assert row.parameters == echo.schema().parameters

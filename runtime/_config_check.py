@@ -1,0 +1,80 @@
+"""What a config file alone cannot tell: checked when a runtime is built from it.
+
+:func:`~toolcage.policies.load_config` validates a file without looking at anything else.
+``Runtime.from_config`` then checks the config against the runtime and the filesystem, and
+refuses it with a :class:`~toolcage.policies.ConfigError` naming each problem's key path:
+
+- every tool the config names is a tool of the runtime (the built-in tools and the host
+  tools given to ``from_config``): ``[tools.NAME]``, ``approval.auto_approve``,
+  ``[agents.*].tools``, a mount area's ``tools``, ``[egress.tools.NAME]`` and
+  ``[egress.grants]``;
+- every mount's host directory exists and is a directory, unless its area says
+  ``create = true``; no two mounts share a host directory or nest one in the other;
+- the shell's workspace, when it exists, is a directory.
+
+Nothing is created here: directories an area may create are made on first use.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Collection, Iterator
+from pathlib import Path
+
+from toolcage.policies import ConfigError, ShellMode, ToolcageConfig
+
+
+def check_config(config: ToolcageConfig, tools: Collection[str]) -> None:
+    """Raise :class:`ConfigError` listing every problem (see the module docstring)."""
+    problems = [*_unknown_tools(config, tools), *_mount_problems(config), *_shell_problems(config)]
+    if problems:
+        raise ConfigError("; ".join(problems))
+
+
+def _unknown_tools(config: ToolcageConfig, tools: Collection[str]) -> Iterator[str]:
+    named: list[tuple[str, str]] = [(f"tools.{name}", name) for name in config.tools]
+    named += [("approval.auto_approve", name) for name in config.approval.auto_approve]
+    for agent_id, agent in config.agents.items():
+        named += [(f"agents.{agent_id}.tools", name) for name in agent.tools]
+    for index, area in enumerate(config.mounts.areas):
+        named += [(f"mounts.areas.{index}.tools.{name}", name) for name in area.tools]
+    named += [(f"egress.tools.{name}", name) for name in config.egress.tools]
+    named += [(f"egress.grants.{name}", name) for name in config.egress.grants]
+    for where, name in named:
+        if name not in tools:
+            yield f"{where}: unknown tool {name!r}{_suggestion(name, tools)}"
+
+
+def _suggestion(name: str, tools: Collection[str]) -> str:
+    close = difflib.get_close_matches(name, list(tools), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _mount_problems(config: ToolcageConfig) -> Iterator[str]:
+    configured = bool(config.mounts.areas)
+    seen: list[tuple[str, Path]] = []
+    for index, area in enumerate(config.mounts.effective_areas):
+        where = f"mounts.areas.{index}.host" if configured else f"the default mount {area.guest}"
+        host = (config.base_dir / area.host).resolve()
+        if host.exists() and not host.is_dir():
+            yield f"{where}: {host} is not a directory"
+            continue
+        if not host.exists() and not area.create:
+            yield f"{where}: {host} does not exist (create it, or set create = true)"
+            continue
+        for other_where, other in seen:
+            if host == other or host.is_relative_to(other) or other.is_relative_to(host):
+                yield (
+                    f"{where}: {host} overlaps {other} ({other_where}); a host directory may "
+                    "be mounted only once and not inside another"
+                )
+                break
+        seen.append((where, host))
+
+
+def _shell_problems(config: ToolcageConfig) -> Iterator[str]:
+    if config.shell.mode is ShellMode.DISABLED:
+        return
+    workspace = config.shell.workspace_path(config.base_dir)
+    if workspace.exists() and not workspace.is_dir():
+        yield f"shell.workspace: {workspace} is not a directory"

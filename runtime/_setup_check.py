@@ -1,0 +1,234 @@
+"""``toolcage check``: is this machine ready to run this config?
+
+Each check prints one line -- ``ok``, ``FAIL`` or ``skip``, its name, what it found, and
+for a failure what to do about it -- in the order a call would meet them:
+
+``config``
+    the file loads and fits the runtime (``Runtime.from_config``);
+``guests``
+    every guest tool's module is built, compiles and links with the bindings it is granted;
+``bubblewrap``
+    ``bwrap`` is installed and can start a trivial sandbox (sandboxed shell only);
+``sidecar``
+    the shell daemon starts -- which means its own sandbox ran ``true`` and, when it runs
+    as root, that ``shell.sandbox_uid`` can reach the workspace;
+``workspace``
+    the uid commands run as (``shell.sandbox_uid`` when the sidecar runs as root) can reach
+    the workspace and write to it;
+``egress``
+    the egress rules of every tool resolve, and the search provider is described.
+
+The exit status is 0 only when no check failed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TextIO
+
+import anyio
+from toolcage.policies import ConfigError, EgressPolicy, ShellMode
+
+from ._errors import ToolError, UsageError
+from ._runtime import Runtime
+from ._shell_tool import ShellExecTool, call_sidecar
+from .wasm import LinkError, WasmTool
+
+BWRAP_PROBE = ("--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true")
+"""A sandbox that shares nothing with the host but a read-only view of it."""
+PROBE_SECONDS = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """The verdict of one check."""
+
+    name: str
+    status: Literal["ok", "FAIL", "skip"]
+    found: str
+    """What the check saw."""
+    fix: str = ""
+    """What to do about a failure."""
+
+    def line(self) -> str:
+        """The printed line; undecodable bytes of a path show as escapes."""
+        fix = f"; to fix: {self.fix}" if self.fix else ""
+        text = f"{self.status:<5} {self.name:<10} {self.found}{fix}"
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+async def run_checks(config_path: str | None, sink: TextIO) -> int:
+    """Print every check's line to ``sink``; 0 when none failed, else 1."""
+    failed = False
+    async for result in checks(config_path):
+        failed = failed or result.status == "FAIL"
+        sink.write(result.line() + "\n")
+        sink.flush()
+    return 1 if failed else 0
+
+
+async def checks(config_path: str | None) -> AsyncIterator[CheckResult]:
+    """The checks of the module docstring, each as soon as it is done."""
+    try:
+        runtime = Runtime.from_config(config_path)
+    except (ConfigError, UsageError) as exc:
+        yield CheckResult("config", "FAIL", str(exc), "correct the file or the key it names")
+        for name in ("guests", "bubblewrap", "sidecar", "workspace", "egress"):
+            yield CheckResult(name, "skip", "the config did not load")
+        return
+    source = config_path or "the built-in default config"
+    yield CheckResult("config", "ok", f"{source}: {len(runtime.registry)} tools")
+    async with runtime:
+        yield await anyio.to_thread.run_sync(_guests, runtime)
+        shell = runtime.config.shell
+        if shell.mode is ShellMode.DISABLED:
+            for name in ("bubblewrap", "sidecar", "workspace"):
+                yield CheckResult(name, "skip", 'the shell is disabled (shell.mode = "disabled")')
+        else:
+            if shell.mode is ShellMode.SANDBOXED:
+                yield await anyio.to_thread.run_sync(_bubblewrap)
+            else:
+                yield CheckResult("bubblewrap", "skip", 'shell.mode = "host" runs no sandbox')
+            async for result in _sidecar(runtime):
+                yield result
+        yield _egress(runtime)
+
+
+def _guests(runtime: Runtime) -> CheckResult:
+    guests = [tool for tool in runtime.registry if isinstance(tool, WasmTool)]
+    problems: dict[str, list[str]] = {}
+    withheld: list[str] = []
+    for tool in guests:
+        try:
+            tool.runner.prepare(tool.name, tool.bindings)
+        except LinkError:
+            withheld.append(tool.name)  # [egress.grants] took a binding away on purpose
+        except Exception as exc:  # a missing, stale or broken module, whatever wasmtime says
+            reason = str(exc).strip().splitlines()[0].split("; run ")[0]
+            problems.setdefault(reason.replace(tool.name, "NAME"), []).append(tool.name)
+    if problems:
+        found = "; ".join(f"{', '.join(names)}: {reason}" for reason, names in problems.items())
+        return CheckResult(
+            "guests",
+            "FAIL",
+            found,
+            "build the guest tools (make wasm, or python -m toolcage.wasm_tools.build)",
+        )
+    found = f"{len(guests)} guest modules compiled and linked"
+    if withheld:
+        found += f" (not linkable, bindings withheld by [egress.grants]: {', '.join(withheld)})"
+    return CheckResult("guests", "ok", found)
+
+
+def _bubblewrap() -> CheckResult:
+    bwrap = shutil.which("bwrap")
+    install = "install the 'bubblewrap' package (make system-deps)"
+    if bwrap is None:
+        return CheckResult("bubblewrap", "FAIL", "bwrap is not on PATH", install)
+    try:
+        done = subprocess.run(  # noqa: S603 - bwrap from PATH, fixed arguments
+            [bwrap, *BWRAP_PROBE],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=PROBE_SECONDS,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return CheckResult("bubblewrap", "FAIL", f"{bwrap} did not run: {exc}", install)
+    if done.returncode != 0:
+        reason = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        return CheckResult(
+            "bubblewrap",
+            "FAIL",
+            f"{bwrap} cannot start a sandbox: {reason}",
+            "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
+            "or kernel.apparmor_restrict_unprivileged_userns=0), or in a container run it "
+            "with a seccomp profile that permits them",
+        )
+    return CheckResult("bubblewrap", "ok", f"{bwrap} runs a sandbox")
+
+
+async def _sidecar(runtime: Runtime) -> AsyncIterator[CheckResult]:
+    tool = next((t for t in runtime.registry if isinstance(t, ShellExecTool)), None)
+    if tool is None or tool.sidecar is None:
+        yield CheckResult("sidecar", "skip", "this runtime has no shell")
+        yield CheckResult("workspace", "skip", "this runtime has no shell")
+        return
+    if not tool.workspace.exists():
+        tool.workspace.mkdir(parents=True, exist_ok=True)  # as the first command would
+    try:
+        await call_sidecar(tool.sidecar, "ping", {}, PROBE_SECONDS)
+    except ToolError as exc:
+        yield CheckResult(
+            "sidecar",
+            "FAIL",
+            exc.message,
+            "follow the reason above; `toolcage sidecar --config FILE --socket PATH` runs the "
+            "daemon in the foreground with its log on stderr",
+        )
+    else:
+        yield CheckResult("sidecar", "ok", "the shell daemon started and ran `true` in its sandbox")
+    yield _workspace(runtime, tool.workspace)
+
+
+def _workspace(runtime: Runtime, workspace: Path) -> CheckResult:
+    """Whether the uid commands run as may search its way down to the workspace and write
+    in it, from the modes and owners on the way (as the kernel decides, ACLs aside)."""
+    sandboxed_root = os.geteuid() == 0 and runtime.config.shell.mode is ShellMode.SANDBOXED
+    uid = runtime.config.shell.sandbox_uid if sandboxed_root else os.geteuid()
+    gid = uid if sandboxed_root else os.getegid()  # the sidecar starts bwrap as uid:uid
+    for directory in (*reversed(workspace.parents), workspace):
+        if not _allows(directory, uid, gid, stat.S_IXOTH):
+            return CheckResult(
+                "workspace",
+                "FAIL",
+                f"commands run as uid {uid} cannot reach {workspace}: {directory} is not "
+                "searchable for them",
+                f"chmod o+x {directory} (or choose another workspace or shell.sandbox_uid)",
+            )
+    if not _allows(workspace, uid, gid, stat.S_IWOTH | stat.S_IXOTH):
+        return CheckResult(
+            "workspace",
+            "FAIL",
+            f"commands run as uid {uid} cannot write to {workspace}",
+            f"chown -R {uid} {workspace} (or choose another shell.sandbox_uid)",
+        )
+    return CheckResult("workspace", "ok", f"commands run as uid {uid} can write to {workspace}")
+
+
+def _allows(path: Path, uid: int, gid: int, bits: int) -> bool:
+    """Whether ``uid``/``gid`` has ``bits`` (given as the "other" bits) on ``path``."""
+    if uid == 0:
+        return True
+    info = path.stat()
+    if info.st_uid == uid:
+        granted = info.st_mode >> 6
+    elif info.st_gid == gid:
+        granted = info.st_mode >> 3
+    else:
+        granted = info.st_mode
+    return granted & bits == bits
+
+
+def _egress(runtime: Runtime) -> CheckResult:
+    try:
+        policy = EgressPolicy(runtime.config.egress)
+        for tool in runtime.registry:
+            policy.rules_for(tool.schema().name)
+    except ValueError as exc:
+        return CheckResult("egress", "FAIL", str(exc), "correct the [egress] section")
+    rules = policy.rules_for("")
+    hosts = ", ".join(rules.allow_hosts) if rules.allow_hosts else "any public host"
+    private = "private addresses refused" if rules.block_private else "private addresses allowed"
+    if rules.private_exceptions:
+        private += f" except {', '.join(rules.private_exceptions)}"
+    search = policy.web_search.endpoint()
+    searching = f"web_search via {search}" if search else "no web_search provider"
+    return CheckResult("egress", "ok", f"{hosts}; {private}; {searching}")

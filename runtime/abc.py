@@ -1,0 +1,42 @@
+"""Every seam of toolcage, in one place: the Protocols to implement to plug in.
+
+=====================  ===============================================================
+:class:`Tool`          anything that can be called as a tool (``schema``, ``execute``,
+                       ``timeout``, ``safety_tier``); :class:`DeclaresNeeds` adds what it
+                       needs from the host, for listings
+:class:`SecurityCheck` a check every call passes before it runs (paths, shell, egress)
+:class:`HasPathArguments` a tool whose arguments name guest paths, for the path check
+:class:`ApprovalPolicy` who says yes to a privileged call
+:class:`ModelClient`   a model behind :func:`~toolcage.runtime.run_turn`
+:class:`ProviderAdapter`, :class:`StreamDecoder`
+                       one provider's wire format, whole and streamed
+:class:`HostBinding`   a capability linked into a WASI guest (``http``, ``clock``, ...)
+=====================  ===============================================================
+
+Each is a :class:`typing.Protocol`: implement the methods, no base class to inherit.
+"""
+
+from toolcage.host_bindings import HostBinding
+from toolcage.policies._public import publish
+
+from ._approval import ApprovalPolicy
+from ._model_client import ModelClient
+from ._path_check import HasPathArguments
+from ._security import SecurityCheck
+from ._tool import DeclaresNeeds, Tool
+from .providers.base import ProviderAdapter, StreamDecoder
+
+__all__ = [
+    "ApprovalPolicy",
+    "DeclaresNeeds",
+    "HasPathArguments",
+    "HostBinding",
+    "ModelClient",
+    "ProviderAdapter",
+    "SecurityCheck",
+    "StreamDecoder",
+    "Tool",
+]
+
+publish(globals(), __all__, within="toolcage.runtime")
+del publish
