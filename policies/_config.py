@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._egress import EgressConfig
 from ._mounts import MountsConfig
-from ._shell_config import ShellConfig
+from .shell import ShellConfig
 
 
 class ConfigError(ValueError):

@@ -13,7 +13,7 @@ from toolcage.policies import (
     ShellSyntax,
 )
 from toolcage.policies._config import parse_config
-from toolcage.policies._shell_sed import check_sed_script
+from toolcage.policies.shell._sed import check_sed_script
 
 DEFAULT = ShellPolicy.from_config(ShellConfig())
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from ._shell_words import ShellPolicyViolation, SimpleCommand
+from ._words import ShellPolicyViolation, SimpleCommand
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,8 +8,8 @@ local transports through which one command would reach another repository's conf
 
 from __future__ import annotations
 
-from ._shell_rules import Inner, long_hit, options, refuse
-from ._shell_words import SimpleCommand
+from ._rules import Inner, long_hit, options, refuse
+from ._words import SimpleCommand
 
 _GIT_GLOBAL_OK = frozenset(
     {"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--glob-pathspecs",

@@ -17,7 +17,7 @@
     processes = 256                 # per command, fork bombs included
 
 Programs are named by their basename; which ones need care, and why some can never be
-allowed, is decided in :mod:`._shell_programs`.
+allowed, is decided in :mod:`._programs`.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ._shell_env import protected_env_reason
-from ._shell_names import DEFAULT_ALLOW, refusal_for_allowlisting
+from ._env import protected_env_reason
+from ._names import DEFAULT_ALLOW, refusal_for_allowlisting
 
 
 class _Section(BaseModel):

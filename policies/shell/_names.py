@@ -1,7 +1,7 @@
 """Program names the shell policy knows: the default allowlist and the never-allowed.
 
 The default allowlist holds only programs whose ways of running other code are known and
-covered by a rule in :mod:`._shell_programs` (or that have none: ``cat`` runs nothing).
+covered by a rule in :mod:`._programs` (or that have none: ``cat`` runs nothing).
 Programs that exist to run other programs without a way to check what they run (``sudo``,
 ``strace``, ``parallel``, ...) and builtins that rewrite the shell itself (``hash -p``,
 ``trap``, ``enable -f``, ``read PATH``) can never be allowlisted: the config refuses them.

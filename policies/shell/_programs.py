@@ -2,15 +2,15 @@
 
 This module holds the rules for programs with options of their own to watch (``sort``,
 ``find``, ``sed``, ``awk``, ``tar``, ``printf``) and the table of every rule; git's and the
-runners' live beside it (:mod:`._shell_git`, :mod:`._shell_runners`), the shared helpers in
-:mod:`._shell_rules`.
+runners' live beside it (:mod:`._git`, :mod:`._runners`), the shared helpers in
+:mod:`._rules`.
 """
 
 from __future__ import annotations
 
-from ._shell_git import git_rule
-from ._shell_rules import Inner, Rule, Script, long_hit, options, refuse
-from ._shell_runners import (
+from ._git import git_rule
+from ._rules import Inner, Rule, Script, long_hit, options, refuse
+from ._runners import (
     builtin_rule,
     command_rule,
     env_rule,
@@ -23,8 +23,8 @@ from ._shell_runners import (
     timeout_rule,
     xargs_rule,
 )
-from ._shell_sed import check_sed_script
-from ._shell_words import SimpleCommand
+from ._sed import check_sed_script
+from ._words import SimpleCommand
 
 __all__ = ["RULES", "Inner", "Rule", "Script"]
 

@@ -6,12 +6,12 @@
 >>> policy.check("git -c core.pager=./x log")
 Traceback (most recent call last):
 ...
-toolcage.policies._shell_words.ShellPolicyViolation: refused '-c': git: this global option ...
+toolcage.policies.ShellPolicyViolation: refused '-c': git: this global option ...
 
-A command passes when, on a real parse (:mod:`._shell_parse`), every simple command in it
+A command passes when, on a real parse (:mod:`._parse`), every simple command in it
 -- in every list, pipeline, substitution and ``sh -c`` string, and every program a runner
 such as ``timeout`` or ``xargs`` would start -- names an allowlisted program by its plain
-name, passes that program's argument rules (:mod:`._shell_programs`), assigns no protected
+name, passes that program's argument rules (:mod:`._programs`), assigns no protected
 variable and redirects only where the syntax settings allow. The first refusal is raised
 as :class:`ShellPolicyViolation` naming the offending part.
 
@@ -25,17 +25,17 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
-from ._shell_config import ShellConfig, ShellSyntax
-from ._shell_env import protected_env_reason
-from ._shell_names import (
+from ._config import ShellConfig, ShellSyntax
+from ._env import protected_env_reason
+from ._names import (
     INTERPRETERS,
     RESERVED_WORDS,
     SHELL_STATE_BUILTINS,
     UNCHECKED_RUNNERS,
 )
-from ._shell_parse import parse_command
-from ._shell_programs import RULES, Script
-from ._shell_words import Redirect, ShellPolicyViolation, SimpleCommand
+from ._parse import parse_command
+from ._programs import RULES, Script
+from ._words import Redirect, ShellPolicyViolation, SimpleCommand
 
 MAX_SCRIPT_NESTING = 4
 _WRITES = frozenset({">", ">>", "&>", "&>>", ">|", "<>", ">&"})

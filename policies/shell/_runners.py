@@ -8,9 +8,9 @@ argument rules may run there.
 
 from __future__ import annotations
 
-from ._shell_env import protected_env_reason
-from ._shell_rules import Inner, Script, inner, long_hit, refuse
-from ._shell_words import SimpleCommand
+from ._env import protected_env_reason
+from ._rules import Inner, Script, inner, long_hit, refuse
+from ._words import SimpleCommand
 
 
 def env_rule(cmd: SimpleCommand, args: list[str]) -> list[Inner]:

@@ -10,7 +10,7 @@ to a blank, ``;``, ``}`` or newline). Whatever it does not recognise is refused.
 
 from __future__ import annotations
 
-from ._shell_words import ShellPolicyViolation
+from ._words import ShellPolicyViolation
 
 _NO_ARGUMENT = frozenset("=dDgGhHnNpPxzF")
 _OPTIONAL_NUMBER = frozenset("qQlL")

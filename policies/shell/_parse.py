@@ -2,7 +2,7 @@
 
 The parse decides nothing by pattern: each node of the tree must be of an allowlisted
 type, each word must decode to a literal under bash's quoting rules (see
-:mod:`._shell_words`), and the bytes between nodes must be blanks -- so nothing the parser
+:mod:`._words`), and the bytes between nodes must be blanks -- so nothing the parser
 skipped, reinterpreted or could not parse (``ERROR``/``MISSING`` nodes) reaches bash
 unseen. Where the parser and bash could disagree (a line continuation glued to a word, a
 ``#`` in mid-word, a carriage return), the command is refused rather than guessed at.
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
-from ._shell_words import (
+from ._words import (
     Assignment,
     Redirect,
     ShellPolicyViolation,
@@ -28,7 +28,7 @@ from ._shell_words import (
 )
 
 if TYPE_CHECKING:
-    from ._shell_config import ShellSyntax
+    from ._config import ShellSyntax
 
 MAX_COMMAND_BYTES = 64 * 1024
 MAX_DEPTH = 24

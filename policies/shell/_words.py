@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._shell_config import ShellSyntax
+    from ._config import ShellSyntax
 
 METACHARACTERS = frozenset(" \t\n|&;()<>")
 """Characters that end a word in bash when unquoted."""
