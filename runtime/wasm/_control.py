@@ -1,7 +1,7 @@
 """Stopping a running guest from outside its thread: timeouts and cancellation.
 
-Each store gets an epoch deadline of one tick and a deadline callback (wasmtime's
-``wasmtime_store_epoch_deadline_callback``). At every tick that reaches a running guest the
+Each store gets an epoch deadline of one tick and a deadline callback
+(:func:`._capi.epoch_deadline_callback`). At every tick that reaches a running guest the
 callback looks at the call's :class:`CallControl`: past its deadline, or stopped (the
 awaiting task was cancelled, or the engine is closing), it returns an error and wasmtime
 unwinds the guest at once;
@@ -10,14 +10,12 @@ otherwise it extends the deadline by one tick. Guests shorter than a tick never 
 
 from __future__ import annotations
 
-import ctypes
-import itertools
 import threading
 import time
-from typing import Any
 
 import wasmtime
-from wasmtime import _ffi as ffi
+
+from ._capi import epoch_deadline_callback
 
 STOP_MESSAGE = b"toolcage: guest stopped"
 
@@ -45,39 +43,7 @@ class CallControl:
         return self.reason is not None
 
 
-_controls: dict[int, CallControl] = {}
-_ids = itertools.count(1)
-
-
-def _on_deadline(context: Any, data: int | None, delta: Any, kind: Any) -> int:
-    control = _controls.get(data or 0)
-    if control is None or control.should_stop():
-        error = ffi.wasmtime_error_new(STOP_MESSAGE)
-        return ctypes.cast(error, ctypes.c_void_p).value or 0
-    delta[0] = 1
-    kind[0] = 0  # WASMTIME_UPDATE_DEADLINE_CONTINUE
-    return 0
-
-
-def _on_finalize(data: int | None) -> None:
-    _controls.pop(data or 0, None)
-
-
-_CALLBACK_TYPE = ctypes.CFUNCTYPE(
-    ctypes.c_size_t,
-    ctypes.POINTER(ffi.wasmtime_context_t),
-    ctypes.c_void_p,
-    ctypes.POINTER(ctypes.c_uint64),
-    ctypes.POINTER(ffi.wasmtime_update_deadline_kind_t),
-)
-_FINALIZER_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_CALLBACK = _CALLBACK_TYPE(_on_deadline)
-_FINALIZER = _FINALIZER_TYPE(_on_finalize)
-
-
 def attach(store: wasmtime.Store, control: CallControl) -> None:
     """Make ``store`` consult ``control`` at every epoch tick while a guest runs in it."""
-    key = next(_ids)
-    _controls[key] = control
-    ffi.wasmtime_store_epoch_deadline_callback(store.ptr(), _CALLBACK, key, _FINALIZER)
+    epoch_deadline_callback(store, control.should_stop, STOP_MESSAGE)
     store.set_epoch_deadline(1)

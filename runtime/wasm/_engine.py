@@ -33,10 +33,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import wasmtime
-from wasmtime import _ffi as ffi
-from wasmtime import _wasi
 
 from ._affinity import GuestCpu
+from ._capi import live_output_callbacks, use_pooling_allocator
 from ._control import CallControl
 
 TICK = 0.005
@@ -207,25 +206,12 @@ def _new_engine(max_memory_bytes: int) -> wasmtime.Engine:
     config.epoch_interruption = True
     # A guest gets a fresh instance per call; copy-on-write initial memory keeps that cheap.
     config.memory_init_cow = True
-    _use_pooling_allocator(config, max_memory_bytes)
+    # Instances from preallocated slots: ~10% off a short call. Each slot reserves address
+    # space for max_memory_bytes (no memory is committed until a guest touches it), so no
+    # guest of this engine can grow past it. Stacks are pooled per instance too (wasmtime's
+    # default of 1,000 stack slots costs ~2,000 mappings).
+    use_pooling_allocator(config, instances=POOL_INSTANCES, max_memory_bytes=max_memory_bytes)
     return wasmtime.Engine(config)
-
-
-def _use_pooling_allocator(config: wasmtime.Config, max_memory_bytes: int) -> None:
-    """Instances from preallocated slots: ~10% off a short call (not exposed by wasmtime-py).
-
-    Each slot reserves address space for ``max_memory_bytes`` (no memory is committed until
-    a guest touches it), so no guest of this engine can grow past it. Stacks are pooled per
-    instance too (wasmtime's default of 1,000 stack slots costs ~2,000 mappings).
-    """
-    pool = ffi.wasmtime_pooling_allocation_config_new()
-    ffi.wasmtime_pooling_allocation_config_total_core_instances_set(pool, POOL_INSTANCES)
-    ffi.wasmtime_pooling_allocation_config_total_memories_set(pool, POOL_INSTANCES)
-    ffi.wasmtime_pooling_allocation_config_total_tables_set(pool, POOL_INSTANCES)
-    ffi.wasmtime_pooling_allocation_config_total_stacks_set(pool, POOL_INSTANCES)
-    ffi.wasmtime_pooling_allocation_config_max_memory_size_set(pool, max_memory_bytes)
-    ffi.wasmtime_pooling_allocation_strategy_set(config.ptr(), pool)
-    ffi.wasmtime_pooling_allocation_config_delete(pool)
 
 
 _open_engines: weakref.WeakSet[WasmEngine] = weakref.WeakSet()
@@ -237,8 +223,6 @@ def _close_at_exit() -> None:
     until = time.monotonic() + EXIT_GRACE
     for engine in list(_open_engines):
         engine.close(grace=max(0.0, until - time.monotonic()))
-    # Each live stdout/stderr of a guest holds one handle in wasmtime-py's table of custom
-    # outputs until a tokio thread drops it (through a Python callback).
-    outputs = getattr(_wasi, "CUSTOM_OUTPUTS", None)
-    while outputs is not None and outputs.handles and time.monotonic() < until:
+    # Each live stdout/stderr of a guest is dropped by a tokio thread through a Python callback.
+    while live_output_callbacks() and time.monotonic() < until:
         time.sleep(0.001)

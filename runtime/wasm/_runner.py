@@ -26,7 +26,6 @@ waits for it (briefly), so nothing keeps running unobserved.
 
 from __future__ import annotations
 
-import ctypes
 import threading
 import time
 from collections.abc import Sequence
@@ -36,13 +35,12 @@ import anyio
 import wasmtime
 from toolcage.host_bindings import CallState, HostBinding, current_call
 from toolcage.policies import GrantedMount
-from wasmtime import _ffi as ffi
-from wasmtime._extern import wrap_extern
 
 from .._deadline import claim_deadline
 from .._errors import ToolCancelledError, UsageError
 from .._result import ToolResult
 from .._threads import run_in_worker
+from ._capi import export, set_stdin_bytes
 from ._control import CallControl, attach
 from ._engine import EngineClosedError, WasmEngine
 from ._modules import ModuleCache
@@ -264,7 +262,7 @@ def _run_guest(name: str, store: wasmtime.Store, pre: wasmtime.InstancePre, run:
     instance = None
     try:
         instance = pre.instantiate(store)
-        start = _export(store, instance, b"_start")
+        start = export(store, instance, b"_start")
         if not isinstance(start, wasmtime.Func):
             raise UsageError(f"WASM tool {name} has no _start function (not a command)")
         try:
@@ -277,24 +275,15 @@ def _run_guest(name: str, store: wasmtime.Store, pre: wasmtime.InstancePre, run:
     except (wasmtime.WasmtimeError, wasmtime.Trap) as exc:
         run.failure = str(exc)  # plain text: the exception and its frames die here
         if instance is not None:
-            memory = _export(store, instance, b"memory")
+            memory = export(store, instance, b"memory")
             if isinstance(memory, wasmtime.Memory):
                 run.memory_bytes = memory.data_len(store)
 
 
-def _export(store: wasmtime.Store, instance: wasmtime.Instance, name: bytes) -> object:
-    # One export by name; Instance.exports() would wrap every export of the module.
-    item = ffi.wasmtime_extern_t()
-    found = ffi.wasmtime_instance_export_get(
-        store._context(), ctypes.byref(instance._instance), name, len(name), ctypes.byref(item)
-    )
-    return wrap_extern(item) if found else None
-
-
 def _result_document(store: wasmtime.Store, instance: wasmtime.Instance) -> bytes | None:
     """The result the SDK left in linear memory (see toolcage.h), if the guest did that."""
-    getter = _export(store, instance, b"toolcage_result")
-    memory = _export(store, instance, b"memory")
+    getter = export(store, instance, b"toolcage_result")
+    memory = export(store, instance, b"memory")
     if not isinstance(getter, wasmtime.Func) or not isinstance(memory, wasmtime.Memory):
         return None
     packed = getter(store)
@@ -316,17 +305,9 @@ def _wasi(
     wasi = wasmtime.WasiConfig()
     # JSON text never holds a raw NUL, so it survives as a C string.
     wasi.argv = [name, arguments.decode("utf-8")] if arguments else [name]
-    _set_stdin_bytes(wasi, arguments)
+    set_stdin_bytes(wasi, arguments)
     wasi.stdout_custom = stdout.write
     wasi.stderr_custom = stderr.write
     for mount in mounts:
         wasi.preopen_dir(str(mount.host), mount.guest, mount.writable)
     return wasi
-
-
-def _set_stdin_bytes(wasi: wasmtime.WasiConfig, data: bytes) -> None:
-    # wasmtime-py exposes only stdin_file; the C API also takes bytes (and owns the vector).
-    vec = ffi.wasm_byte_vec_t()
-    buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
-    ffi.wasm_byte_vec_new(ctypes.byref(vec), len(data), buffer)
-    ffi.wasi_config_set_stdin_bytes(wasi.ptr(), ctypes.byref(vec))
