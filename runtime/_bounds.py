@@ -27,8 +27,10 @@ import dataclasses
 import json
 from typing import Any
 
+from toolcage.policies import truncation_marker
+
 from ._errors import ToolError
-from ._output_store import OutputStore, cut_utf8, truncation_marker
+from ._output_store import OutputStore, cut_utf8
 from ._result import ContentBlock, ImageContent, TextContent, ToolResult
 from ._tool import ToolExecutionContext
 
@@ -159,7 +161,8 @@ def _bound_text(text: str, limit: int, keep: _Keep) -> str:
     if len(data) <= limit:
         return text
     handle = keep.put(data)
-    return cut_utf8(data, limit).decode("utf-8") + truncation_marker(len(data), handle)
+    cut = cut_utf8(data, limit).decode("utf-8")
+    return f"{cut}\n{truncation_marker(len(data), handle=handle)}"
 
 
 def _bound_content(
@@ -204,5 +207,5 @@ def _bound_details(details: Any, quick: int, limit: int, keep: _Keep) -> Any:
         "truncated": True,
         "original_bytes": len(data),
         "handle": handle,
-        "note": truncation_marker(len(data), handle).strip(),
+        "note": truncation_marker(len(data), handle=handle),
     }

@@ -2,7 +2,8 @@
 
 A model's context is small, so the pipeline cuts text output at a byte limit (16 KB by
 default, never inside a UTF-8 character; details, display and error messages are bounded
-the same way, see :mod:`._bounds`) and appends::
+the same way, see :mod:`._bounds`) and appends
+:func:`~toolcage.policies.truncation_marker`::
 
     [output truncated — original size: 142,857 bytes]
     [full output: call tool_output_read with handle "out_5f1c9a2e4b7d" to read more]
@@ -37,13 +38,6 @@ def cut_utf8(data: bytes, limit: int) -> bytes:
     while end > 0 and (data[end] & 0xC0) == 0x80:
         end -= 1
     return data[:end]
-
-
-def truncation_marker(original_size: int, handle: str | None) -> str:
-    marker = f"\n[output truncated — original size: {original_size:,} bytes]"
-    if handle is not None:
-        marker += f'\n[full output: call tool_output_read with handle "{handle}" to read more]'
-    return marker
 
 
 @dataclass(slots=True)

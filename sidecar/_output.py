@@ -2,11 +2,15 @@
 
 A command that floods its output is drained (so it never blocks on a full pipe) and the
 excess is counted, not stored. A foreground command keeps its head and its tail -- the
-first lines say what it did, the last ones how it ended -- with a marker for the gap. A
-background command keeps a ring of its latest output, read incrementally by polls.
+first lines say what it did, the last ones how it ended -- with the truncation marker
+(:func:`toolcage.policies.truncation_marker`) in the gap. A background command keeps a ring
+of its latest output, read incrementally by polls; a read that lost bytes to the ring starts
+with the marker.
 """
 
 from __future__ import annotations
+
+from toolcage.policies import truncation_marker
 
 
 class HeadTail:
@@ -42,8 +46,8 @@ class HeadTail:
         head = bytes(self._head)
         if not self.dropped:
             return (head + tail).decode("utf-8", "replace")
-        marker = f"\n[... {self.dropped} bytes of output dropped ...]\n"
-        return head.decode("utf-8", "replace") + marker + tail.decode("utf-8", "replace")
+        marker = truncation_marker(self.total, first=len(head), last=len(tail))
+        return f"{head.decode('utf-8', 'replace')}\n{marker}\n{tail.decode('utf-8', 'replace')}"
 
 
 class Ring:
@@ -63,14 +67,20 @@ class Ring:
             del self._data[: len(self._data) - self.limit]
 
     def take(self) -> tuple[str, int]:
-        """Output since the last take, and how many bytes of it were lost to the ring."""
+        """Output since the last take, and how many bytes of it were lost to the ring.
+
+        When bytes were lost, the text starts with the truncation marker.
+        """
         kept = min(len(self._data), self.limit)
         start = self.total - kept
         dropped = max(0, start - self.cursor)
         begin = max(self.cursor, start) - (self.total - len(self._data))
         chunk = bytes(self._data[begin:])
+        text = chunk.decode("utf-8", "replace")
+        if dropped:
+            text = f"{truncation_marker(self.total - self.cursor, last=len(chunk))}\n{text}"
         self.cursor = self.total
-        return chunk.decode("utf-8", "replace"), dropped
+        return text, dropped
 
     @property
     def pending(self) -> bool:

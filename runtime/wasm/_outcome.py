@@ -23,6 +23,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from toolcage.policies import truncation_marker
+
 from .._errors import (
     ERROR_CLASSES,
     ErrorKind,
@@ -103,10 +105,7 @@ def _result(run: GuestRun) -> ToolResult:
     if not isinstance(document, dict):
         text = raw.decode("utf-8", errors="replace")
         if run.stdout.truncated:
-            text += (
-                f"\n[output truncated: {run.stdout.total} bytes written, "
-                f"the first {run.stdout.cap} kept]"
-            )
+            text += "\n" + truncation_marker(run.stdout.total, first=run.stdout.cap)
         return ToolResult.text(text)
     if document.get("ok") is True:
         return ToolResult.text(str(document.get("text", "")))

@@ -127,7 +127,7 @@ class TestHttpRequest:
         result = run(
             "http_request", url=server.url + "/big", bindings=_bindings(max_response_bytes=4096)
         )
-        assert "[body truncated; original size 3145728 bytes]" in result["text"]
+        assert "[output truncated — original size: 3,145,728 bytes]" in result["text"]
         assert "x" * 4096 in result["text"]
         assert "x" * 4097 not in result["text"]
 
@@ -220,7 +220,9 @@ class TestWebFetch:
         result = run(
             "web_fetch", url=server.url + "/big", bindings=_bindings(max_response_bytes=1000)
         )
-        assert result["text"] == "x" * 1000 + "\n\n[page truncated at the response size cap]"
+        assert (
+            result["text"] == "x" * 1000 + "\n\n[output truncated — original size: 3,145,728 bytes]"
+        )
 
     def test_slow_page_times_out(self, run: Runner, server: Server) -> None:
         result = run("web_fetch", url=server.url + "/slow", bindings=_bindings(read_timeout=0.3))

@@ -599,3 +599,18 @@ void tc_path_join(tc_buf *into, const char *dir, const char *name) {
     if (into->len == 0 || into->data[into->len - 1] != '/') tc_buf_putc(into, '/');
     tc_buf_puts(into, name);
 }
+
+void tc_buf_truncation_marker(tc_buf *b, long long original_size) {
+    tc_buf_puts(b, "[output truncated \xe2\x80\x94 original size: ");
+    if (original_size < 0) {
+        tc_buf_puts(b, "unknown]");
+        return;
+    }
+    char digits[32];
+    int n = snprintf(digits, sizeof digits, "%lld", original_size);
+    for (int i = 0; i < n; i++) {
+        if (i > 0 && (n - i) % 3 == 0) tc_buf_putc(b, ',');
+        tc_buf_putc(b, digits[i]);
+    }
+    tc_buf_puts(b, " bytes]");
+}

@@ -72,6 +72,11 @@ const char *tc_fail_errno(tc_buf *out, int err, tc_access access, const char *wh
 /* printf into a buffer. */
 void tc_buf_printf(tc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The note where output was cut, in the host's one wording (toolcage.policies
+ * truncation_marker): "[output truncated — original size: 1,234 bytes]", or "... size:
+ * unknown]" when `original_size` is negative. No surrounding newlines. */
+void tc_buf_truncation_marker(tc_buf *b, long long original_size);
+
 /*
  * Names in output. Every path or file name a tool prints goes through these, so that a
  * name cannot forge lines or reach a terminal as a control sequence. The one form:

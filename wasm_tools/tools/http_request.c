@@ -69,9 +69,8 @@ static const char *run(const char *args, tc_buf *out) {
     }
     if (body) tc_buf_put(out, body, blen);
     if (truncated) {
-        if (size >= 0) snprintf(line, sizeof line, "\n[body truncated; original size %.0f bytes]", size);
-        else snprintf(line, sizeof line, "\n[body truncated; original size unknown]");
-        tc_buf_puts(out, line);
+        tc_buf_putc(out, '\n');
+        tc_buf_truncation_marker(out, size >= 0 ? (long long)size : -1);
     }
     free(body);
     free(encoding);

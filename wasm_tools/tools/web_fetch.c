@@ -508,7 +508,7 @@ static const char *run(const char *args, tc_buf *out) {
     }
     const char *error_type = NULL;
     int ok = 0, truncated = 0;
-    double status = 0;
+    double status = 0, size = -1;
     char *ctype = NULL, *encoding = NULL, *body = NULL, *final = NULL;
     size_t blen = 0;
     if (!tc_json_bool(tc_json_get(result, "ok"), &ok) || !ok) {
@@ -517,6 +517,7 @@ static const char *run(const char *args, tc_buf *out) {
     }
     tc_json_num(tc_json_get(result, "status"), &status);
     tc_json_bool(tc_json_get(result, "truncated"), &truncated);
+    if (!tc_json_num(tc_json_get(result, "size"), &size)) size = -1;
     ctype = tc_json_str(tc_json_get(result, "content_type"), NULL);
     encoding = tc_json_str(tc_json_get(result, "body_encoding"), NULL);
     final = tc_json_str(tc_json_get(result, "url"), NULL);
@@ -555,7 +556,10 @@ static const char *run(const char *args, tc_buf *out) {
     } else {
         tc_buf_put(out, body, blen);
     }
-    if (truncated) tc_buf_puts(out, "\n\n[page truncated at the response size cap]");
+    if (truncated) {
+        tc_buf_puts(out, "\n\n");
+        tc_buf_truncation_marker(out, size >= 0 ? (long long)size : -1);
+    }
 done:
     free(ctype);
     free(encoding);

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import re
 import resource
 import time
 from pathlib import Path
 
 import anyio
 import pytest
-from toolcage.runtime import ToolExecutionError, ToolTimeoutError
+from toolcage.runtime import Runtime, ToolExecutionError, ToolTimeoutError
 from toolcage.runtime.wasm import GuestLimits, WasmToolRunner
+
+from .guest_tools import add_guest
 
 pytestmark = pytest.mark.anyio
 
@@ -58,10 +61,39 @@ class TestOutputCap:
         grown = rss_bytes() - before
         text = result.output_text
         assert text.startswith("x" * 1000)
-        assert "[output truncated: 104857600 bytes written, the first 65536 kept]" in text
+        assert text.endswith(
+            "\n[output truncated — original size: 104,857,600 bytes]"
+            "\n[shown: the first 65,536 bytes]"
+        )
         assert grown < 20 << 20, f"host RSS grew by {grown / 2**20:.1f} MiB"
         again = await runner.run("nap", b"", (), GuestLimits(timeout=5))
         assert again.output_text == "rested"
+
+    async def test_a_flooding_tool_is_marked_at_its_cap_and_at_the_result_limit(
+        self, guest_wasm: dict[str, bytes], tmp_path: Path
+    ) -> None:
+        (tmp_path / "workspace").mkdir()
+        config = tmp_path / "toolcage.toml"
+        config.write_text(
+            '[[mounts.areas]]\nhost = "workspace"\nguest = "/workspace"\n'
+            'tiers = { read_only = "ro", side_effecting = "rw" }\n'
+        )
+        async with Runtime.from_config(config) as runtime:
+            add_guest(runtime, "flood", guest_wasm["flood"])
+            result = await runtime.execute("flood", {})
+            shown = result.output_text
+            match = re.search(
+                r'\[output truncated — original size: ([\d,]+) bytes\]\n.*"(.+)"', shown
+            )
+            assert match is not None, shown[-300:]
+            size = int(match[1].replace(",", ""))
+            end = await runtime.execute(
+                "tool_output_read", {"handle": match[2], "offset": size - 200}
+            )
+        assert end.output_text.endswith(
+            "x\n[output truncated — original size: 104,857,600 bytes]"
+            "\n[shown: the first 1,048,576 bytes]"
+        )
 
 
 class TestExit:
