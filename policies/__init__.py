@@ -21,13 +21,21 @@ from ._egress import (
     EgressViolation,
     WebSearchConfig,
 )
+from ._limits import ToolLimits, ToolLimitsTable
 from ._mounts import GrantedMount, MountArea, MountError, MountPolicy, MountsConfig
 from ._paths import PathPolicyViolation, canonical_guest_path
 from ._public import publish
-from ._shell_config import ShellConfig, ShellLimits, ShellMode, ShellSyntax
-from ._shell_env import protected_env_reason
-from ._shell_policy import ShellPolicy, ShellVerdict
-from ._shell_words import ShellPolicyViolation
+from ._truncation import truncation_marker
+from .shell import (
+    ShellConfig,
+    ShellLimits,
+    ShellMode,
+    ShellPolicy,
+    ShellPolicyViolation,
+    ShellSyntax,
+    ShellVerdict,
+    protected_env_reason,
+)
 
 __all__ = [
     "ApprovalConfig",
@@ -52,6 +60,8 @@ __all__ = [
     "ShellPolicyViolation",
     "ShellSyntax",
     "ShellVerdict",
+    "ToolLimits",
+    "ToolLimitsTable",
     "ToolOverride",
     "ToolcageConfig",
     "WebSearchConfig",
@@ -59,6 +69,7 @@ __all__ = [
     "canonical_guest_path",
     "load_config",
     "protected_env_reason",
+    "truncation_marker",
 ]
 
 publish(globals(), __all__)

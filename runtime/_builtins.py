@@ -1,15 +1,18 @@
 """The tools and security checks a :class:`Runtime` gets from its config.
 
 Each area contributes here: the file tools and their path policy, the shell, the network
-and time tools. Resources that need closing (a wasmtime engine, the sidecar client) are
-entered into ``stack`` so that closing the runtime closes them.
+and time tools. Each policy is built once and handed to everything it governs: one
+:class:`~toolcage.policies.MountPolicy` serves the path check and the guest tools, and the
+runtime's :class:`~toolcage.policies.ToolLimitsTable` gives the pipeline, the guests and
+the shell the same limits of each tool. Resources that need closing (a wasmtime engine,
+the sidecar client) are entered into ``stack`` so that closing the runtime closes them.
 """
 
 from __future__ import annotations
 
 from contextlib import AsyncExitStack
 
-from toolcage.policies import ToolcageConfig
+from toolcage.policies import MountPolicy, ToolcageConfig, ToolLimitsTable
 
 from ._output_store import OutputStore, ToolOutputRead
 from ._path_check import PathCheck
@@ -20,14 +23,19 @@ from .wasm import wasm_builtins
 
 
 def load_builtins(
-    config: ToolcageConfig, output_store: OutputStore, stack: AsyncExitStack
+    config: ToolcageConfig,
+    output_store: OutputStore,
+    stack: AsyncExitStack,
+    tool_limits: ToolLimitsTable,
 ) -> tuple[list[Tool], list[SecurityCheck]]:
-    """Build the built-in tools and the security checks for ``config``."""
+    """Build the built-in tools and the security checks for ``config``; the tools take
+    their limits from ``tool_limits``."""
+    mounts = MountPolicy.from_config(config)
     tools: list[Tool] = [ToolOutputRead(output_store, page_limit=config.limits.truncate_bytes)]
     checks: list[SecurityCheck] = []
-    checks.append(PathCheck.from_config(config))
-    shell_tools, shell_checks = shell_builtins(config, stack)
+    checks.append(PathCheck(mounts))
+    shell_tools, shell_checks = shell_builtins(config, stack, tool_limits=tool_limits)
     tools += shell_tools
     checks += shell_checks
-    tools += wasm_builtins(config, stack)
+    tools += wasm_builtins(config, stack, mounts=mounts, tool_limits=tool_limits)
     return tools, checks

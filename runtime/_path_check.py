@@ -19,7 +19,6 @@ from toolcage.policies import (
     MountError,
     MountPolicy,
     PathPolicyViolation,
-    ToolcageConfig,
     canonical_guest_path,
 )
 
@@ -38,15 +37,13 @@ class HasPathArguments(Protocol):
 
 
 class PathCheck:
-    """Keeps every path argument inside the mounts granted to its tool."""
+    """Keeps every path argument inside the mounts granted to its tool.
+
+    ``Runtime.from_config`` gives it the :class:`MountPolicy` object its guest tools get.
+    """
 
     def __init__(self, policy: MountPolicy) -> None:
         self.policy = policy
-
-    @classmethod
-    def from_config(cls, config: ToolcageConfig) -> PathCheck:
-        """The check for the mounts of ``config``."""
-        return cls(MountPolicy.from_config(config))
 
     def check(
         self, tool: Tool, args: Mapping[str, Any], ctx: ToolExecutionContext

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import anyio
-from toolcage.policies import LimitsConfig, ToolOverride
+from toolcage.policies import LimitsConfig, ToolLimitsTable
 
 from ._approval import SafetyGate
 from ._arguments import (
@@ -62,8 +62,6 @@ from ._tool import TOOL_NAME, ProgressCallback, ProgressUpdate, ToolCall, ToolEx
 
 logger = logging.getLogger("toolcage")
 
-NO_OVERRIDE = ToolOverride()
-
 
 class ToolPipeline:
     """Runs tool calls through lookup, gate, validation, checks, deadline and truncation."""
@@ -77,7 +75,7 @@ class ToolPipeline:
         gate: SafetyGate | None = None,
         hooks: Hooks | None = None,
         checks: list[SecurityCheck] | None = None,
-        overrides: Mapping[str, ToolOverride] | None = None,
+        tool_limits: ToolLimitsTable | None = None,
     ) -> None:
         self.registry = registry
         self.limits = limits
@@ -85,7 +83,8 @@ class ToolPipeline:
         self.gate = gate or SafetyGate()
         self.hooks = hooks or Hooks()
         self.checks = checks if checks is not None else []
-        self.overrides = dict(overrides or {})
+        self.tool_limits = ToolLimitsTable(limits, {}) if tool_limits is None else tool_limits
+        """Each tool's deadline and truncation, resolved once (shared with the tools)."""
         self.stop_grace = STOP_GRACE
         """Seconds past the deadline a tool that stops its own work has to report."""
         self.closed = False
@@ -146,8 +145,8 @@ class ToolPipeline:
         checked: Mapping[str, Any] = args
         for check in self.checks:
             checked = check.check(tool, checked, ctx)
-        override = self.overrides.get(call.name, NO_OVERRIDE)
-        timeout = override.timeout or tool.timeout or self.limits.default_timeout
+        limits = self.tool_limits.of(call.name, tool.timeout)
+        timeout = limits.timeout
         try:
             result = await run_with_deadline(
                 tool.execute(checked, ctx), timeout, grace=self.stop_grace
@@ -164,13 +163,11 @@ class ToolPipeline:
             )
         if result.is_error and result.error is None:
             raise ToolExecutionError(result.output_text or f"Tool {call.name} failed")
-        limit = override.truncate_bytes or self.limits.truncate_bytes
-        return bound_result(result, limit, self.output_store, ctx)
+        return bound_result(result, limits.truncate_bytes, self.output_store, ctx)
 
     def _failure(self, call: ToolCall, error: ToolError, ctx: ToolExecutionContext) -> ToolResult:
         """The result of a failed call: its error bounded and holding no frames."""
-        override = self.overrides.get(call.name, NO_OVERRIDE)
-        limit = override.truncate_bytes or self.limits.truncate_bytes
+        limit = self.tool_limits.truncate_bytes(call.name)
         bounded = bound_error(detach(error), limit, self.output_store, ctx)
         return ToolResult.failure(call.name, bounded)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from toolcage.policies import ConfigError, ToolcageConfig, load_config
+from toolcage.policies import ConfigError, ToolcageConfig, ToolLimitsTable, load_config
 
 from ._approval import ApprovalPolicy, SafetyGate
 from ._builtins import load_builtins
@@ -49,6 +49,7 @@ class Runtime:
         hooks: Hooks | None = None,
         stack: AsyncExitStack | None = None,
         output_store: OutputStore | None = None,
+        tool_limits: ToolLimitsTable | None = None,
     ) -> None:
         self.config = ToolcageConfig() if config is None else config
         # `is None`, not `or`: an empty store is falsy (it has a length), and a second store
@@ -70,7 +71,9 @@ class Runtime:
             gate=self.gate,
             hooks=self.hooks,
             checks=list(checks),
-            overrides=self.config.tools,
+            tool_limits=(
+                ToolLimitsTable.from_config(self.config) if tool_limits is None else tool_limits
+            ),
         )
 
     @classmethod
@@ -91,7 +94,8 @@ class Runtime:
         config = path if isinstance(path, ToolcageConfig) else load_config(path)
         stack = AsyncExitStack()
         store = OutputStore.from_config(config.output_store)
-        builtin_tools, checks = load_builtins(config, store, stack)
+        tool_limits = ToolLimitsTable.from_config(config)
+        builtin_tools, checks = load_builtins(config, store, stack, tool_limits)
         all_tools = [*builtin_tools, *tools]
         try:
             check_config(config, {tool.schema().name for tool in all_tools})
@@ -105,6 +109,7 @@ class Runtime:
             approval=approval,
             stack=stack,
             output_store=store,
+            tool_limits=tool_limits,
         )
         for agent_id, agent in config.agents.items():
             runtime.registry.enable_only(agent_id, agent.tools)

@@ -30,6 +30,7 @@ from toolcage.policies import (
     ShellPolicy,
     ShellPolicyViolation,
     ToolcageConfig,
+    ToolLimitsTable,
 )
 from toolcage.sidecar import (
     POLICY_REFUSED,
@@ -91,7 +92,7 @@ class ShellExecTool:
         workspace: Path,
         sidecar: SidecarHandle | None,
         *,
-        output_bytes: int | None = None,
+        tool_limits: ToolLimitsTable | None = None,
     ) -> None:
         self.config = config
         self.workspace = workspace
@@ -99,9 +100,11 @@ class ShellExecTool:
         """``None`` when the shell is disabled."""
         guest = "/workspace" if config.mode is not ShellMode.HOST else str(workspace)
         self.policy = ShellPolicy.from_config(config, workspace=guest)
-        self.output_bytes = min(
-            output_bytes or config.limits.output_bytes, config.limits.output_bytes
-        )
+        limits = None if tool_limits is None else tool_limits.of(self.name, self.timeout)
+        cap = config.limits.output_bytes  # the most the sidecar accepts
+        self.output_bytes = min((limits.output_bytes if limits else None) or cap, cap)
+        """Bytes of stdout and of stderr a command keeps: ``[tools.shell_exec]``'s cap, at
+        most ``[shell.limits]``'s."""
 
     @property
     def timeout(self) -> float:
@@ -240,8 +243,7 @@ class ShellJobTool:
         parts = [response["stdout"]]
         if response["stderr"]:
             parts.append(f"[stderr]\n{response['stderr']}")
-        if response["dropped"]:
-            parts.append(f"[{response['dropped']} bytes of output were dropped]")
+        # Output lost to the sidecar's ring is marked inside stdout/stderr, where it was lost.
         state = "running" if response["running"] else f"exited with {response['exit_code']}"
         parts.append(f"[job {args['job_id']} {state}]")
         details = {"running": response["running"], "exit_code": response["exit_code"]}
@@ -323,18 +325,17 @@ def render(response: Mapping[str, Any], timeout: float) -> ToolResult:
 
 
 def shell_builtins(
-    config: ToolcageConfig, stack: AsyncExitStack
+    config: ToolcageConfig, stack: AsyncExitStack, *, tool_limits: ToolLimitsTable
 ) -> tuple[list[Tool], list[SecurityCheck]]:
-    """The shell tools and their policy check for ``config`` (the client joins ``stack``)."""
+    """The shell tools and their policy check for ``config`` (the client joins ``stack``),
+    with their limits from ``tool_limits``."""
     shell = config.shell
     workspace = shell.workspace_path(config.base_dir)
-    override = config.tools.get(ShellExecTool.name)
-    output_bytes = override.output_bytes if override is not None else None
     if shell.mode is ShellMode.DISABLED:
         disabled = ShellExecTool(shell, workspace, None)
         return [disabled], [ShellPolicyCheck(disabled)]
     absolute = shell.model_copy(update={"workspace": workspace})
     client = SidecarClient(SidecarLauncher(absolute, runtime_dir=default_runtime_dir()))
     sidecar = SidecarHandle(client, stack)
-    tool = ShellExecTool(shell, workspace, sidecar, output_bytes=output_bytes)
+    tool = ShellExecTool(shell, workspace, sidecar, tool_limits=tool_limits)
     return [tool, ShellJobTool(sidecar)], [ShellPolicyCheck(tool)]

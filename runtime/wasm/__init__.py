@@ -7,7 +7,9 @@
 - :mod:`._runner` -- a fresh store and instance per call, WASI from the granted mounts;
 - :mod:`._control` -- stopping a guest at its deadline or on cancellation;
 - :mod:`._outcome` -- how a guest ended, mapped onto the error envelope in one place;
-- :mod:`._tool` and :mod:`._loader` -- guests as tools, discovered from their declarations.
+- :mod:`._tool` and :mod:`._loader` -- guests as tools, discovered from their declarations;
+- :mod:`._capi` -- all that is taken from wasmtime-py beyond its public API, checked
+  against the pinned wasmtime version by its test.
 """
 
 from ._engine import WasmEngine

@@ -1,11 +1,17 @@
-"""Building a :class:`WasmTool` for every built guest tool of a config."""
+"""Building a :class:`WasmTool` for every built guest tool of a config.
+
+The guests share the runtime's one :class:`~toolcage.policies.MountPolicy` (the path check
+has it too), and each guest's limits are its entry in the runtime's
+:class:`~toolcage.policies.ToolLimitsTable`, the one the pipeline takes the call's deadline
+and truncation from, with the guest defaults for the caps the operator left unset.
+"""
 
 from __future__ import annotations
 
 from contextlib import AsyncExitStack
 
 from toolcage.host_bindings import HostBindings
-from toolcage.policies import MountPolicy, ToolcageConfig
+from toolcage.policies import MountPolicy, ToolcageConfig, ToolLimits, ToolLimitsTable
 
 from .._threads import run_in_worker
 from .._tool import Tool
@@ -17,9 +23,20 @@ DEFAULT_MEMORY_BYTES = 64 << 20
 DEFAULT_OUTPUT_BYTES = 1 << 20
 
 
-def wasm_builtins(config: ToolcageConfig, stack: AsyncExitStack) -> list[Tool]:
-    """One :class:`WasmTool` per declared guest tool; the engine is closed with ``stack``
-    (its running guests stopped, its reservation released)."""
+def wasm_builtins(
+    config: ToolcageConfig,
+    stack: AsyncExitStack,
+    *,
+    mounts: MountPolicy,
+    tool_limits: ToolLimitsTable,
+) -> list[Tool]:
+    """One :class:`WasmTool` per declared guest tool, under ``mounts`` and ``tool_limits``;
+    the engine is closed with ``stack`` (its running guests stopped, its reservation
+    released)."""
+    specs = discover_specs()
+    limits = {
+        spec.decl.name: guest_limits(tool_limits.of(spec.decl.name, spec.timeout)) for spec in specs
+    }
 
     # The engine joins the runtime's exit stack only once it exists (on first use), so a
     # runtime that never ran a guest holds nothing to close.
@@ -27,28 +44,24 @@ def wasm_builtins(config: ToolcageConfig, stack: AsyncExitStack) -> list[Tool]:
         stack.push_async_callback(run_in_worker, engine.close)
 
     engine = WasmEngine(
-        max_memory_bytes=max([DEFAULT_MEMORY_BYTES, *_memory_overrides(config)]),
+        max_memory_bytes=max([DEFAULT_MEMORY_BYTES, *(g.memory_bytes for g in limits.values())]),
         one_cpu=config.limits.guests_on_one_cpu,
         on_open=on_open,
     )
     runner = WasmToolRunner(engine)
-    mounts = MountPolicy.from_config(config)
     bindings = HostBindings.from_config(config)
     tools: list[Tool] = []
-    for spec in discover_specs():
+    for spec in specs:
         name = spec.decl.name
-        override = config.tools.get(name)
-        limits = GuestLimits(
-            timeout=(override.timeout if override and override.timeout else spec.timeout),
-            memory_bytes=(override.memory_bytes if override and override.memory_bytes else 0)
-            or DEFAULT_MEMORY_BYTES,
-            output_bytes=(override.output_bytes if override and override.output_bytes else 0)
-            or DEFAULT_OUTPUT_BYTES,
-        )
         granted = bindings.granted(name, [n for n in spec.needs if n not in NON_BINDING_NEEDS])
-        tools.append(WasmTool(spec, runner, mounts, bindings=granted, limits=limits))
+        tools.append(WasmTool(spec, runner, mounts, bindings=granted, limits=limits[name]))
     return tools
 
 
-def _memory_overrides(config: ToolcageConfig) -> list[int]:
-    return [o.memory_bytes for o in config.tools.values() if o.memory_bytes]
+def guest_limits(limits: ToolLimits) -> GuestLimits:
+    """A guest's limits: the tool's, with the guest defaults for caps left unset."""
+    return GuestLimits(
+        timeout=limits.timeout,
+        memory_bytes=limits.memory_bytes or DEFAULT_MEMORY_BYTES,
+        output_bytes=limits.output_bytes or DEFAULT_OUTPUT_BYTES,
+    )

@@ -35,7 +35,7 @@ class TestPathCheck:
     async def test_tools_without_path_arguments_pass(
         self, config: ToolcageConfig, runtime: Runtime
     ) -> None:
-        check = PathCheck.from_config(config)
+        check = PathCheck(MountPolicy.from_config(config))
         tool = runtime.registry.get("tool_output_read", "default")
         assert not isinstance(tool, HasPathArguments)
         args = {"handle": "../../etc/passwd"}

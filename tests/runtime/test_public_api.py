@@ -10,12 +10,14 @@ import typing
 
 import pytest
 import toolcage.policies
+import toolcage.policies.shell
 import toolcage.runtime
 import toolcage.runtime.abc
 import toolcage.runtime.providers
 
 PUBLIC_MODULES = [
     toolcage.policies,
+    toolcage.policies.shell,
     toolcage.runtime,
     toolcage.runtime.abc,
     toolcage.runtime.providers,
@@ -67,6 +69,14 @@ class TestExports:
             value = getattr(module, name)
             if inspect.isclass(value):
                 typing.get_type_hints(value)
+
+
+class TestPoliciesSurface:
+    def test_the_shell_names_are_exported_by_policies_and_report_it(self) -> None:
+        for name in toolcage.policies.shell.__all__:
+            value = getattr(toolcage.policies.shell, name)
+            assert getattr(toolcage.policies, name) is value
+            assert value.__module__ == "toolcage.policies", name
 
 
 class TestRuntimeSurface:

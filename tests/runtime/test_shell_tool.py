@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from collections.abc import AsyncIterator
@@ -204,6 +205,33 @@ class TestShellExec:
         gone = await runtime.execute("shell_job", {"job_id": job})
         assert gone.error is not None
         assert gone.error.kind.value == "validation_error"
+
+    async def test_output_lost_between_reads_is_marked_where_it_was_lost(
+        self, workspace: Path
+    ) -> None:
+        config = shell_config(workspace, limits={"output_bytes": 4096})
+        async with Runtime.from_config(config) as rt:
+            started = await rt.execute(
+                "shell_exec",
+                {
+                    "command": "head -c 100000 /dev/zero | tr '\\0' x; echo END; touch done",
+                    "background": True,
+                },
+            )
+            # The pipe holds at most 64 KiB, so by now the sidecar has read far past its ring.
+            while not (workspace / "done").exists():  # noqa: ASYNC110 - another process's file
+                await anyio.sleep(0.01)
+            job = started.details["job_id"]
+            reads = [await rt.execute("shell_job", {"job_id": job, "wait": 5})]
+            while reads[-1].details["running"]:
+                reads.append(await rt.execute("shell_job", {"job_id": job, "wait": 5}))
+        first = reads[0].output_text
+        assert re.match(
+            r"\[output truncated — original size: [\d,]+ bytes\]\n"
+            r"\[shown: the last 4,096 bytes\]\nxxxx",
+            first,
+        ), first[:200]
+        assert "END\n" in "".join(r.output_text for r in reads)
 
 
 class TestModes:
