@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._errors import ToolNotFoundError, UsageError
-from ._tool import TOOL_NAME, DeclaresNeeds, FunctionDecl, SafetyTier, Tool
+from ._tool import TOOL_NAME, TOOL_NAME_MAX, DeclaresNeeds, FunctionDecl, SafetyTier, Tool
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +45,11 @@ class ToolRegistry:
     def register(self, tool: Tool) -> None:
         """Add a tool; its name must be snake_case and not taken."""
         decl = tool.schema()
+        if len(decl.name) > TOOL_NAME_MAX:
+            raise UsageError(
+                f"tool name {decl.name[:TOOL_NAME_MAX]!r}... is longer than {TOOL_NAME_MAX} "
+                "characters, the most model providers accept"
+            )
         if not TOOL_NAME.fullmatch(decl.name):
             raise UsageError(
                 f"tool name {decl.name!r} is not snake_case (lower-case words joined by '_')"

@@ -35,6 +35,7 @@ from toolcage.policies import (
 from toolcage.sidecar import (
     POLICY_REFUSED,
     SidecarClient,
+    SidecarClosed,
     SidecarError,
     SidecarLauncher,
     SidecarLost,
@@ -44,6 +45,7 @@ from toolcage.sidecar import (
 
 from ._errors import (
     PermissionDeniedError,
+    ToolCancelledError,
     ToolError,
     ToolExecutionError,
     ToolTimeoutError,
@@ -290,6 +292,8 @@ async def call_sidecar(
         ) from None
     except SidecarUnavailable as exc:
         raise ToolExecutionError(f"the shell is unavailable: {exc}") from None
+    except SidecarClosed as exc:
+        raise ToolCancelledError(f"the runtime is closed: {exc}") from None
     except SidecarLost as exc:
         raise ToolExecutionError(f"the shell command was lost: {exc}") from None
     except SidecarError as exc:

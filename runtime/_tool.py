@@ -17,8 +17,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from ._result import ToolResult
 
-TOOL_NAME = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
-"""snake_case: lower-case words joined by single underscores."""
+TOOL_NAME_MAX = 64
+"""The longest tool name OpenAI, Anthropic and Gemini all accept."""
+
+TOOL_NAME = re.compile(rf"^(?=.{{1,{TOOL_NAME_MAX}}}$)[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
+"""snake_case: lower-case words joined by single underscores, at most 64 characters."""
 
 
 class SafetyTier(enum.StrEnum):

@@ -6,7 +6,7 @@ daemon itself is ``python -m toolcage.sidecar`` (``toolcage sidecar``). Only the
 protocol (:mod:`._protocol`) and the policies are shared between the two processes.
 """
 
-from ._client import SidecarClient, SidecarError, SidecarLost
+from ._client import SidecarClient, SidecarClosed, SidecarError, SidecarLost
 from ._launcher import SidecarLauncher, SidecarUnavailable, default_runtime_dir
 from ._protocol import MAX_FRAME_BYTES, POLICY_REFUSED, PROTOCOL, VERSION, ProtocolError
 
@@ -17,6 +17,7 @@ __all__ = [
     "VERSION",
     "ProtocolError",
     "SidecarClient",
+    "SidecarClosed",
     "SidecarError",
     "SidecarLauncher",
     "SidecarLost",

@@ -41,6 +41,10 @@ class SidecarLost(Exception):
     """The connection ended before the answer came: the daemon died or was killed."""
 
 
+class SidecarClosed(SidecarLost):
+    """The answer never came because the client was closed (its daemon stopped with it)."""
+
+
 class _Connection:
     def __init__(self, frames: FrameStream, generation: int) -> None:
         self.frames = frames
@@ -64,6 +68,8 @@ class SidecarClient:
         self.max_idle = max_idle
         self._idle: list[_Connection] = []
         self._ids = itertools.count(1)
+        self.closed = False
+        """Set by :meth:`aclose`; a request cut off by it raises :class:`SidecarClosed`."""
 
     async def request(self, op: str, **arguments: Any) -> dict[str, Any]:
         """Send one request and return its response (``ok`` true), or raise."""
@@ -89,6 +95,8 @@ class SidecarClient:
             raise
         if response is None:
             await self._discard(connection)
+            if self.closed:
+                raise SidecarClosed("the shell sidecar was closed, and the command stopped")
             raise SidecarLost(
                 "the shell sidecar stopped before answering (it is restarted on the next call)"
             )
@@ -178,6 +186,7 @@ class SidecarClient:
 
     async def aclose(self) -> None:
         """Close the connections and stop the daemon this client's launcher started."""
+        self.closed = True
         idle, self._idle = self._idle, []
         for connection in idle:
             await self._discard(connection)

@@ -14,7 +14,7 @@ import anyio
 import pytest
 from toolcage.policies import ShellPolicy, ToolcageConfig
 from toolcage.policies._config import parse_config
-from toolcage.runtime import Runtime, SafetyTier, ToolExecutionContext
+from toolcage.runtime import Runtime, SafetyTier, ToolExecutionContext, ToolResult
 from toolcage.runtime._shell_tool import ShellExecTool
 
 from ..sidecar.conftest import make_workspace
@@ -47,6 +47,19 @@ def shell_tool(runtime: Runtime) -> ShellExecTool:
     tool = runtime.registry.get("shell_exec")
     assert isinstance(tool, ShellExecTool)
     return tool
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+        except (OSError, ValueError):
+            continue  # not a process, or gone meanwhile
+        if int(stat.rpartition(")")[2].split()[1]) == pid:
+            found.append(int(entry.name))
+    return found
 
 
 def daemon_pid(runtime: Runtime) -> int | None:
@@ -168,6 +181,28 @@ class TestShellExec:
         again = await runtime.execute("shell_exec", {"command": "echo recovered"})
         assert again.output_text.startswith("recovered\n")
         assert daemon_pid(runtime) != pid
+
+    async def test_closing_the_runtime_stops_a_running_command(self, workspace: Path) -> None:
+        runtime = Runtime.from_config(shell_config(workspace))
+        await runtime.execute("shell_exec", {"command": "true"})
+        pid = daemon_pid(runtime)
+        assert pid is not None
+        results: list[ToolResult] = []
+
+        async def run() -> None:
+            results.append(await runtime.execute("shell_exec", {"command": "sleep 60"}))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            while not children(pid):  # noqa: ASYNC110 (a process, not an event of ours)
+                await anyio.sleep(0.01)
+            await runtime.aclose()
+        (result,) = results
+        assert result.error is not None
+        assert result.error.kind.value == "cancelled"
+        assert "the runtime is closed" in result.error.message
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
 
     async def test_a_wedged_sidecar_is_a_timeout_then_replaced(self, runtime: Runtime) -> None:
         await runtime.execute("shell_exec", {"command": "true"})

@@ -49,6 +49,11 @@ class TestToolRegistry:
         with pytest.raises(UsageError, match="snake_case"):
             ToolRegistry([Named(name)])
 
+    def test_names_fit_every_provider(self) -> None:
+        ToolRegistry([Named("a" * 64)])
+        with pytest.raises(UsageError, match="longer than 64 characters"):
+            ToolRegistry([Named("a" * 65)])
+
     def test_names_must_be_unique(self) -> None:
         with pytest.raises(UsageError, match="already registered"):
             ToolRegistry([Named("dup"), Named("dup")])
