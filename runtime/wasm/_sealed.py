@@ -60,19 +60,31 @@ def cache_key(directory: Path) -> bytes | None:
 
 
 def _read_key(path: Path) -> bytes | None:
+    key = _read_regular(path, KEY_BYTES, private=True)
+    return key if key is not None and len(key) == KEY_BYTES else None
+
+
+def _read_regular(path: Path, max_bytes: int, *, private: bool = False) -> bytes | None:
+    """The content of the regular file at ``path`` (not through a symlink), if it holds at
+    most ``max_bytes``; with ``private``, only a file of this user's that nobody else can
+    read. ``None`` otherwise."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
     try:
         info = os.fstat(fd)
-        private = info.st_uid == os.getuid() and not info.st_mode & 0o077
-        if not stat.S_ISREG(info.st_mode) or not private or info.st_size != KEY_BYTES:
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
             return None
-        key = os.read(fd, KEY_BYTES + 1)
+        if private and (info.st_uid != os.getuid() or info.st_mode & 0o077):
+            return None
+        with os.fdopen(os.dup(fd), "rb") as file:
+            data = file.read(max_bytes + 1)
+    except OSError:
+        return None
     finally:
         os.close(fd)
-    return key if len(key) == KEY_BYTES else None
+    return data if len(data) <= max_bytes else None
 
 
 def _tag(key: bytes, name: str, payload: bytes | bytearray) -> bytes:
@@ -84,20 +96,9 @@ def _tag(key: bytes, name: str, payload: bytes | bytearray) -> bytes:
 
 def read_sealed(path: Path, key: bytes) -> bytes | None:
     """The verified payload of the sealed file at ``path``; ``None`` if it does not verify."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
+    data = _read_regular(path, MAX_FILE_BYTES)
+    if data is None:
         return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
-            return None
-        with os.fdopen(os.dup(fd), "rb") as file:
-            data = file.read(MAX_FILE_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     header = len(MAGIC) + TAG_BYTES
     if len(data) <= header or not data.startswith(MAGIC):
         return None
