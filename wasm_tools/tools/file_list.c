@@ -33,7 +33,7 @@ static void free_names(char **names, size_t n) {
  * each batch of fd_readdir (opendir reads the first batch), so an entry removed meanwhile
  * (another call's temporary file) fails the whole read with ENOENT: the directory is then
  * read again from its start. */
-#define READ_ATTEMPTS 16
+#define READ_ATTEMPTS 64
 static int read_names(const char *dir, char ***out, size_t *count) {
     int err = 0;
     for (int attempt = 0; attempt < READ_ATTEMPTS; attempt++) {

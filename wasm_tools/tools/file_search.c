@@ -236,7 +236,7 @@ static void walk(search *s, int dirfd, tc_buf *path) {
         __wasi_errno_t err;
         /* The host reads each listed entry's metadata: one removed meanwhile (another
          * call's temporary file) fails the batch with ENOENT, and a second read succeeds. */
-        int attempts = 16;
+        int attempts = 64;
         do err = __wasi_fd_readdir(dirfd, buf, DIRBUF, cookie, &used);
         while (err == __WASI_ERRNO_NOENT && --attempts > 0);
         if (err) {
