@@ -218,10 +218,12 @@ class TestLimits:
             )
             done.set()
         assert result["timed_out"] is True
-        # bwrap, its init and at most `processes` tasks of the command
-        assert 10 < peak <= TEST_LIMITS.processes + 4
-        await anyio.sleep(0.3)
-        assert descendants(daemon.pid) == set()
+        # bwrap, its init and at most `processes` tasks of the command at any instant; a
+        # scan of /proc is no snapshot (tasks exit and fork while it reads), so it may see up
+        # to about twice that. An uncontained bomb reaches thousands.
+        assert 10 < peak <= 2 * (TEST_LIMITS.processes + 4)
+        while descendants(daemon.pid):  # noqa: ASYNC110 (processes, not events of ours)
+            await anyio.sleep(0.02)
         assert (await run(client, session, "echo still here"))["stdout"] == "still here\n"
 
     async def test_limits_are_applied(self, client: SidecarClient, session: str) -> None:
