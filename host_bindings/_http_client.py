@@ -23,6 +23,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -174,9 +175,20 @@ class EgressClient:
         resolver: Resolver = system_resolver,
     ) -> None:
         self._policy = policy
-        self._ssl = httpx.create_ssl_context(verify=verify) if verify is not False else None
+        self._ssl_context: ssl.SSLContext | None = None
+        self._ssl_lock = threading.Lock()
         self._verify = verify
         self._resolver = resolver
+
+    @property
+    def _ssl(self) -> ssl.SSLContext | None:
+        """The TLS context, made on the first request (loading the CA store takes tens of
+        milliseconds, which a runtime that sends no request does not spend)."""
+        if self._ssl_context is None and self._verify is not False:
+            with self._ssl_lock:
+                if self._ssl_context is None:
+                    self._ssl_context = httpx.create_ssl_context(verify=self._verify)
+        return self._ssl_context
 
     def request(
         self,

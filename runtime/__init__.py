@@ -7,13 +7,18 @@ What an embedder needs is importable from here::
 The seams to plug into (:class:`~toolcage.runtime.abc.Tool`, security checks, approval
 policies, model clients, ...) are in :mod:`toolcage.runtime.abc`; provider wire formats in
 :mod:`toolcage.runtime.providers`. Everything else lives in private modules.
+
+The agent loop, the model client, the provider formats and ``@tool`` are imported on first
+use of their names (:pep:`562`), so a host that only runs tools does not load what they
+need (an HTTP client, pydantic's model builder for functions, ...).
 """
 
+import typing as _typing
+
 from toolcage.policies import LoopLimits, ToolcageConfig, load_config
-from toolcage.policies._public import publish
+from toolcage.policies._public import publish as _publish
 
 from ._approval import Approval, ApprovalRequest, CallbackApproval
-from ._decorator import tool
 from ._errors import (
     ErrorKind,
     PermissionDeniedError,
@@ -35,8 +40,6 @@ from ._hooks import (
     ToolExecutionStart,
     ToolExecutionUpdate,
 )
-from ._loop import StopReason, TurnResult, run_turn
-from ._model_client import HttpModelClient, ModelAPIError
 from ._result import ImageContent, TextContent, ToolResult
 from ._runtime import Runtime
 from ._tool import (
@@ -47,7 +50,23 @@ from ._tool import (
     ToolCall,
     ToolExecutionContext,
 )
-from .providers.base import UserMessage
+
+if _typing.TYPE_CHECKING:
+    from ._decorator import tool
+    from ._loop import StopReason, TurnResult, run_turn
+    from ._model_client import HttpModelClient, ModelAPIError
+    from .providers.base import UserMessage
+
+_LAZY = {
+    "HttpModelClient": "._model_client",
+    "ModelAPIError": "._model_client",
+    "StopReason": "._loop",
+    "TurnResult": "._loop",
+    "UserMessage": ".providers.base",
+    "run_turn": "._loop",
+    "tool": "._decorator",
+}
+"""Exported names imported on first use, and the module each comes from."""
 
 __all__ = [
     "Approval",
@@ -92,5 +111,20 @@ __all__ = [
     "tool",
 ]
 
-publish(globals(), __all__)
-del publish
+_publish(globals(), [name for name in __all__ if name not in _LAZY])
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    _publish(globals(), [name])
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

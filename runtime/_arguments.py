@@ -24,15 +24,15 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
-from jsonschema import ValidationError as SchemaError
-from jsonschema.protocols import Validator
-
+from ._compiled_schema import Check, compile_schema
 from ._errors import ToolError, ToolNotFoundError, ToolValidationError, UsageError
 from ._tool import FunctionDecl
+
+if TYPE_CHECKING:
+    from jsonschema import ValidationError as SchemaError
+    from jsonschema.protocols import Validator
 
 MAX_DEPTH = 64
 """Deepest nesting of arrays and objects in arguments (the arguments object is level 1)."""
@@ -54,28 +54,46 @@ def to_camel(name: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-@dataclass(frozen=True, slots=True)
 class ArgumentSpec:
-    """What is needed, per tool, to normalise and validate its arguments; built once."""
+    """What is needed, per tool, to normalise and validate its arguments; built once.
 
-    validator: Validator
-    properties: Mapping[str, Any]
-    """The schema's ``properties``."""
-    aliases: Mapping[str, str]
-    """Alternative spelling → the parameter name the schema uses."""
-    json_params: frozenset[str]
-    """Parameters whose schema type is not string: a string value is parsed as JSON."""
+    A schema that :func:`compile_schema` knows is checked by its compiled predicate; the
+    :mod:`jsonschema` validator (imported on first need) words the errors, and checks every
+    other schema.
+    """
+
+    __slots__ = ("_validator", "aliases", "check", "json_params", "name", "properties", "schema")
+
+    def __init__(
+        self,
+        name: str,
+        schema: Mapping[str, Any],
+        check: Check | None,
+        properties: Mapping[str, Any],
+        aliases: Mapping[str, str],
+        json_params: frozenset[str],
+        validator: Validator | None = None,
+    ) -> None:
+        self.name = name
+        """The tool's name, for errors."""
+        self.schema = schema
+        self.check = check
+        """The compiled predicate; ``None`` when only :mod:`jsonschema` can check it."""
+        self.properties = properties
+        """The schema's ``properties``."""
+        self.aliases = aliases
+        """Alternative spelling → the parameter name the schema uses."""
+        self.json_params = json_params
+        """Parameters whose schema type is not string: a string value is parsed as JSON."""
+        self._validator = validator
 
     @classmethod
     def of(cls, decl: FunctionDecl) -> ArgumentSpec:
         schema = decl.parameters
-        try:
-            validator_class = jsonschema.validators.validator_for(
-                schema, default=jsonschema.Draft202012Validator
-            )
-            validator_class.check_schema(dict(schema))
-        except jsonschema.SchemaError as exc:
-            raise UsageError(f"tool {decl.name!r} has an invalid schema: {exc.message}") from exc
+        check = compile_schema(schema)
+        # A compiled schema is known to be valid (see _compiled_schema); any other one is
+        # checked against its meta-schema now, so a bad schema fails on its first call.
+        validator = None if check is not None else _validator(decl.name, schema)
         properties: Mapping[str, Any] = schema.get("properties", {})
         aliases: dict[str, str] = {}
         json_params = set()
@@ -86,7 +104,28 @@ class ArgumentSpec:
             types = _schema_types(prop)
             if types and "string" not in types and types <= _NOT_STRING_TYPES:
                 json_params.add(name)
-        return cls(validator_class(schema), properties, aliases, frozenset(json_params))
+        return cls(decl.name, schema, check, properties, aliases, frozenset(json_params), validator)
+
+    @property
+    def validator(self) -> Validator:
+        """The :mod:`jsonschema` validator of the schema (made on first use)."""
+        if self._validator is None:
+            self._validator = _validator(self.name, self.schema)
+        return self._validator
+
+
+def _validator(name: str, schema: Mapping[str, Any]) -> Validator:
+    import jsonschema
+
+    try:
+        validator_class = jsonschema.validators.validator_for(
+            schema, default=jsonschema.Draft202012Validator
+        )
+        validator_class.check_schema(dict(schema))
+    except jsonschema.SchemaError as exc:
+        raise UsageError(f"tool {name!r} has an invalid schema: {exc.message}") from exc
+    validator: Validator = validator_class(schema)
+    return validator
 
 
 def _schema_types(schema: Any) -> set[str]:
@@ -331,7 +370,11 @@ def normalise_arguments(args: dict[str, Any], spec: ArgumentSpec) -> dict[str, A
 
 def validate_arguments(args: Mapping[str, Any], spec: ArgumentSpec) -> None:
     """Raise :class:`ToolValidationError` describing the first problem, if any."""
-    error = jsonschema.exceptions.best_match(spec.validator.iter_errors(args))
+    if spec.check is not None and spec.check(args):
+        return
+    from jsonschema.exceptions import best_match
+
+    error = best_match(spec.validator.iter_errors(args))
     if error is not None:
         raise ToolValidationError(describe_schema_error(error), field=_field_path(error) or None)
 

@@ -24,9 +24,10 @@ by then. Every other tool is cancelled (and abandoned) at the deadline itself.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -90,17 +91,19 @@ async def run_with_deadline(
     """
     loop = asyncio.get_running_loop()
     deadline = CallDeadline(time.monotonic() + timeout, timeout)
-    token = _current.set(deadline)
-    try:
-        task = loop.create_task(work)  # the task's context is a copy with ``deadline`` set
-    finally:
-        _current.reset(token)
     waiter = loop.create_future()
     timers: list[asyncio.TimerHandle] = []
 
-    def wake(*_: object) -> None:
+    def wake() -> None:
         if not waiter.done():
             waiter.set_result(None)
+
+    token = _current.set(deadline)
+    try:
+        # The task's context is a copy with ``deadline`` set.
+        task = loop.create_task(_waking(work, wake))
+    finally:
+        _current.reset(token)
 
     def at_deadline() -> None:
         if deadline.claimed:
@@ -108,23 +111,37 @@ async def run_with_deadline(
         else:
             wake()
 
-    task.add_done_callback(wake)
     timers.append(loop.call_later(timeout, at_deadline))
     try:
         await waiter
     except BaseException:
         if deadline.claimed and not task.done():
             await _stop_waiting(task, grace)
+        _close_unstarted(work)
         _abandon(task)
         raise
     finally:
         for timer in timers:
             timer.cancel()
-        task.remove_done_callback(wake)
     if not task.done():
         _abandon(task)
         raise DeadlineExceeded
     return task.result()
+
+
+async def _waking(work: Coroutine[Any, Any, T], wake: Callable[[], None]) -> T:
+    """``work``, waking its caller as it ends: from inside the task, so the caller resumes
+    in the loop's next iteration rather than after a done callback's own turn."""
+    try:
+        return await work
+    finally:
+        wake()
+
+
+def _close_unstarted(work: Coroutine[Any, Any, Any]) -> None:
+    """Close ``work`` if its task was cancelled before it began (it would never be awaited)."""
+    if inspect.iscoroutine(work) and inspect.getcoroutinestate(work) == inspect.CORO_CREATED:
+        work.close()
 
 
 async def _stop_waiting(task: asyncio.Task[Any], grace: float) -> None:

@@ -10,6 +10,7 @@ from toolcage.runtime import Runtime, SafetyTier, tool
 from .stats import summarise, us
 
 CALLS = 10_000
+ROUNDS = 10
 
 
 @tool(safety_tier=SafetyTier.READ_ONLY)
@@ -27,18 +28,21 @@ async def _measure() -> tuple[list[float], list[float]]:
     args = {"value": 1}
     for _ in range(500):  # warm caches and the validator
         await runtime.execute("noop", args)
-    pipeline, direct = [], []
-    clock = time.perf_counter
-    for _ in range(CALLS):
-        started = clock()
-        result = await runtime.execute("noop", args)
-        pipeline.append(clock() - started)
-        assert not result.is_error, result.envelope()
     ctx = __import__("toolcage.runtime", fromlist=["x"]).ToolExecutionContext()
-    for _ in range(CALLS):
-        started = clock()
-        await noop.execute(args, ctx)
-        direct.append(clock() - started)
+    pipeline: list[float] = []
+    direct: list[float] = []
+    clock = time.perf_counter
+    # Alternating rounds: a machine that gets busier or quieter meanwhile shifts both alike.
+    for _ in range(ROUNDS):
+        for _ in range(CALLS // ROUNDS):
+            started = clock()
+            result = await runtime.execute("noop", args)
+            pipeline.append(clock() - started)
+            assert not result.is_error, result.envelope()
+        for _ in range(CALLS // ROUNDS):
+            started = clock()
+            await noop.execute(args, ctx)
+            direct.append(clock() - started)
     return pipeline, direct
 
 
@@ -48,7 +52,7 @@ def run() -> list[str]:
     d_med, d_p99 = summarise(direct)
     return [
         f"no-op host tool, {CALLS:,} calls through execute_with_policy: "
-        f"median {us(p_med)}, p99 {us(p_p99)} (target: median < 50 µs)",
+        f"median {us(p_med)}, p99 {us(p_p99)}",
         f"the same tool's execute() called directly: median {us(d_med)}, p99 {us(d_p99)}",
-        f"pipeline overhead (median difference): {us(p_med - d_med)}",
+        f"pipeline overhead (median difference): {us(p_med - d_med)} (target: <= 30 µs)",
     ]

@@ -46,10 +46,11 @@ class TestExports:
         exported = module.__all__
         assert exported == sorted(exported)
         assert len(set(exported)) == len(exported)
+        # dir(), not vars(): a name may be imported on first use (PEP 562)
         public = {
             name
-            for name, value in vars(module).items()
-            if not name.startswith("_") and not isinstance(value, types.ModuleType)
+            for name in dir(module)
+            if not name.startswith("_") and not isinstance(getattr(module, name), types.ModuleType)
         }
         assert public == set(exported)
 
