@@ -1,10 +1,12 @@
-"""Capabilities the host lends to WASI guests (ABI in :mod:`._abi`), and who gets which."""
+"""Capabilities the host lends to WASI guests (ABI in :mod:`._abi` and :mod:`._fs`), and who
+gets which."""
 
 from toolcage.policies._public import publish
 
 from ._abi import ABI_VERSION, AbiError, module_name
-from ._base import CallState, HostBinding, current_call
+from ._base import CallResources, CallState, HostBinding, current_call
 from ._clock import ClockBinding, host_timezone
+from ._fs import FsBinding
 from ._grants import HostBindings, UnknownCapability
 from ._http import HttpBinding
 from ._http_client import EgressClient, HttpFailure, HttpResponse
@@ -14,9 +16,11 @@ from ._search import SearchBinding
 __all__ = [
     "ABI_VERSION",
     "AbiError",
+    "CallResources",
     "CallState",
     "ClockBinding",
     "EgressClient",
+    "FsBinding",
     "HostBinding",
     "HostBindings",
     "HttpBinding",

@@ -12,6 +12,8 @@ to v1 and a guest built against v1 keeps linking::
                             result(buf_ptr i32, buf_len i32)           -> i32  bytes copied
     toolcage_progress_v1    report(msg_ptr i32, msg_len i32, frac f64) -> i32  0
     toolcage_log_v1         write(level i32, msg_ptr i32, msg_len i32) -> i32  0
+    toolcage_fs_v1          read, stat, opendir, opendir_at, list, read_many, close:
+                            binary, not JSON (see :mod:`._fs`)
 
 Requests and results are UTF-8 JSON in the guest's exported ``memory``. A call that
 produces a result keeps it host-side as the *pending result* of the current call; the

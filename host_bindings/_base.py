@@ -6,18 +6,52 @@ bindings its policy grants, so an ungranted capability is structurally absent: a
 that imports it fails to instantiate.
 
 Host functions run synchronously, in the worker thread that runs the guest. Whatever
-belongs to the current call (its deadline, where progress goes) is in :data:`current_call`,
-set by the runner around each guest run.
+belongs to the current call (its deadline, where progress goes, its mounts) is in
+:data:`current_call`, set by the runner around each guest run. What host functions open
+for a call (descriptors) is kept in its :class:`CallResources` and closed by
+:meth:`CallState.release` once the guest has ended.
 """
 
 from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 import wasmtime
+from toolcage.policies import GrantedMount
+
+
+class Closeable(Protocol):
+    def close(self) -> None: ...
+
+
+_C = TypeVar("_C", bound=Closeable)
+
+
+class CallResources:
+    """What host functions opened for one call, by key; closed together at its end.
+
+    Only the guest's own thread touches them (a guest calls the host from one thread),
+    so there is no lock.
+    """
+
+    def __init__(self) -> None:
+        self._items: dict[str, Closeable] = {}
+
+    def get(self, key: str, make: Callable[[], _C]) -> _C:
+        """The resource under ``key``, made by ``make()`` on first use."""
+        item = self._items.get(key)
+        if item is None:
+            item = self._items[key] = make()
+        return item  # type: ignore[return-value]  # one key, one maker
+
+    def close(self) -> None:
+        """Close every resource (idempotent)."""
+        items, self._items = list(self._items.values()), {}
+        for item in items:
+            item.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +66,14 @@ class CallState:
     """Report progress (message, fraction); safe to call from the guest's thread."""
     log: Callable[[str, str], None]
     """Log a line (level, message) on the host's logger for this call."""
+    mounts: tuple[GrantedMount, ...] = ()
+    """The mounts granted to this call (for its tool and tier): all the ``fs`` binding reaches."""
+    resources: CallResources = field(default_factory=CallResources)
+    """What host functions opened for this call."""
+
+    def release(self) -> None:
+        """Close what host functions opened for the call; only once its guest has ended."""
+        self.resources.close()
 
 
 current_call: contextvars.ContextVar[CallState] = contextvars.ContextVar("toolcage_current_call")

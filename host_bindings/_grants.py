@@ -15,6 +15,7 @@ from toolcage.policies import EgressPolicy, ToolcageConfig
 
 from ._base import HostBinding
 from ._clock import ClockBinding
+from ._fs import FsBinding, RawDefiner, define_with_caller
 from ._http import HttpBinding
 from ._progress import LogBinding, ProgressBinding
 from ._search import SearchBinding
@@ -37,12 +38,17 @@ class HostBindings:
         self._policy = policy
 
     @classmethod
-    def from_config(cls, config: ToolcageConfig) -> HostBindings:
+    def from_config(
+        cls, config: ToolcageConfig, *, define_raw: RawDefiner = define_with_caller
+    ) -> HostBindings:
+        """The standard bindings under ``config``; ``define_raw`` defines the ``fs`` imports
+        (see :class:`FsBinding`)."""
         policy = EgressPolicy(config.egress)
         standard: list[HostBinding] = [
             HttpBinding.from_policy(policy),
             SearchBinding.from_policy(policy),
             ClockBinding(),
+            FsBinding(define_raw),
             ProgressBinding(),
             LogBinding(),
         ]

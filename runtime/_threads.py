@@ -8,8 +8,9 @@ retired after :data:`IDLE_SECONDS` without any.
 
 Cancelling the awaiting task abandons the work, as anyio's ``abandon_on_cancel=True`` does:
 the caller gets its cancellation at once and the thread finishes on its own (whoever can
-stop the work -- the WASM runner's epoch deadline, a killed worker process -- does so). This
-module needs an asyncio event loop (as does the pipeline's deadline, see :mod:`._deadline`).
+stop the work -- the WASM runner's epoch deadline, a killed worker process -- does so). The
+WASM engine keeps a :class:`WorkerPool` of its own for guests. This module needs an asyncio
+event loop (as does the pipeline's deadline, see :mod:`._deadline`).
 """
 
 from __future__ import annotations
@@ -29,36 +30,104 @@ IDLE_SECONDS = 10.0
 _Job = tuple[Callable[[], Any], asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
 
 
-class _Worker(threading.Thread):
-    def __init__(self) -> None:
-        super().__init__(name="toolcage-worker", daemon=True)
-        self.jobs: deque[_Job] = deque()
-        self.ready = threading.Semaphore(0)
+class WorkerPool:
+    """Daemon worker threads taking jobs from one queue (see the module docstring).
 
-    def run(self) -> None:
+    A job goes to an idle worker, else to a new one (workers are alike: whichever wakes
+    first takes the oldest job). ``on_start`` runs first in each new thread (the WASM
+    engine pins its guest threads to one CPU there). :meth:`close` lets idle workers end
+    now instead of after :data:`IDLE_SECONDS`; busy ones end when the queue is empty.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        on_start: Callable[[], None] | None = None,
+    ) -> None:
+        self.name = name
+        self._on_start = on_start
+        self._jobs: deque[_Job] = deque()
+        self._ready = threading.Semaphore(0)
+        self._lock = threading.Lock()
+        self._workers = 0
+        self._idle = 0
+        self._closed = False
+
+    async def run(self, func: Callable[[], T]) -> T:
+        """Run ``func()`` on a worker; its result, or the exception it raised.
+
+        Cancelling the caller abandons ``func`` (see the module docstring).
+        """
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        with self._lock:
+            self._jobs.append((func, loop, future))
+            if self._idle:
+                self._idle -= 1  # that worker takes it
+                spawn = False
+            else:
+                spawn = True
+                self._workers += 1
+        self._ready.release()
+        if spawn:
+            threading.Thread(target=self._work, name=self.name, daemon=True).start()
+        return await future
+
+    def close(self) -> None:
+        """Have idle workers end now, and busy ones once the queue is empty."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, 0
+        for _ in range(idle):
+            self._ready.release()
+
+    def _work(self) -> None:
+        if self._on_start is not None:
+            self._on_start()
         while True:
-            if not self.ready.acquire(timeout=IDLE_SECONDS):
-                with _lock:
-                    if self in _idle:  # nobody handed it a job meanwhile: retire
-                        _idle.remove(self)
-                        return
-                self.ready.acquire()
-            func, loop, future = self.jobs.popleft()
-            try:
-                outcome: tuple[bool, Any] = (True, func())
-            except BaseException as exc:  # delivered to the awaiting task
-                outcome = (False, exc)
+            if not self._ready.acquire(timeout=IDLE_SECONDS):
+                if self._retire():
+                    return
+                continue  # a job came meanwhile: wait for its token again
+            with self._lock:
+                job = self._jobs.popleft() if self._jobs else None
+            if job is None:  # woken to end (close)
+                with self._lock:
+                    self._workers -= 1
+                return
+            func, loop, future = job
+            del job
+            outcome = _call(func)
             del func
+            # Idle before the caller hears back: its next job finds this worker.
+            with self._lock:
+                ending = self._closed and not self._jobs
+                if ending:
+                    self._workers -= 1
+                else:
+                    self._idle += 1
             # The loop may be closed by now (its task was abandoned): nobody is waiting.
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(_deliver, future, outcome)
             del future, outcome
-            with _lock:
-                _idle.append(self)
+            if ending:
+                return
+
+    def _retire(self) -> bool:
+        """After an idle wait: end (True), or go on when a job was handed over meanwhile."""
+        with self._lock:
+            if self._jobs:  # it was counted on for a job that came meanwhile
+                return False
+            self._idle -= 1
+            self._workers -= 1
+            return True
 
 
-_idle: list[_Worker] = []
-_lock = threading.Lock()
+def _call(func: Callable[[], Any]) -> tuple[bool, Any]:
+    try:
+        return True, func()
+    except BaseException as exc:  # delivered to the awaiting task
+        return False, exc
 
 
 def _deliver(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
@@ -71,21 +140,9 @@ def _deliver(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
         future.set_exception(value)
 
 
-async def run_in_worker(func: Callable[[], T]) -> T:
-    """Run ``func()`` on a daemon worker thread; its result, or the exception it raised.
+_workers = WorkerPool("toolcage-worker")
 
-    Cancelling the caller abandons ``func`` (see the module docstring).
-    """
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[T] = loop.create_future()
-    with _lock:
-        worker = _idle.pop() if _idle else None
-    if worker is None:
-        worker = _Worker()
-        worker.jobs.append((func, loop, future))
-        worker.ready.release()
-        worker.start()
-    else:
-        worker.jobs.append((func, loop, future))
-        worker.ready.release()
-    return await future
+
+async def run_in_worker(func: Callable[[], T]) -> T:
+    """Run ``func()`` on a daemon worker thread of the shared pool; see :meth:`WorkerPool.run`."""
+    return await _workers.run(func)

@@ -5,7 +5,9 @@ waits for the answer: a file read is a wake-up of another thread and a wake-up b
 two threads sit on different CPUs, each wake-up is an inter-processor interrupt, which on a
 virtual machine costs ~100 µs (measured here: a thread round trip of 200 µs across CPUs,
 27 µs on one); on one CPU it is a context switch. So, while a guest runs, its thread is
-pinned to one chosen CPU, and the pool threads it starts inherit that CPU. ``make bench``
+pinned to one chosen CPU, and the pool threads it starts inherit that CPU. The engine's guest
+threads are pinned for good when they start (:meth:`GuestCpu.pin`): moving a thread to
+another CPU on every call costs a migration each time. ``make bench``
 measured ``file_search`` over 20,000 files 1.8-2.4x faster and the bare ``file_read`` ~20%
 faster.
 
@@ -27,6 +29,11 @@ class GuestCpu:
         allowed = os.sched_getaffinity(0)
         self.cpu = max(allowed) if enabled and len(allowed) > 1 else None
         """The chosen CPU: the last of the process's set (the first tends to take interrupts)."""
+
+    def pin(self) -> None:
+        """Keep the calling thread on :attr:`cpu` from now on (nothing if there is none)."""
+        if self.cpu is not None:
+            os.sched_setaffinity(0, {self.cpu})
 
     @contextmanager
     def pinned(self) -> Iterator[None]:

@@ -1,11 +1,15 @@
 """Stopping a running guest from outside its thread: timeouts and cancellation.
 
 Each store gets an epoch deadline of one tick and a deadline callback
-(:func:`._capi.epoch_deadline_callback`). At every tick that reaches a running guest the
+(:class:`._capi.GuestStore`). At every tick that reaches a running guest the
 callback looks at the call's :class:`CallControl`: past its deadline, or stopped (the
 awaiting task was cancelled, or the engine is closing), it returns an error and wasmtime
 unwinds the guest at once;
 otherwise it extends the deadline by one tick. Guests shorter than a tick never see it.
+
+A guest started on the event loop's own thread (see :mod:`._runner`) also has an overrun
+time: at the first tick past it the guest is stopped with the reason ``"overran"``, and the
+runner starts it again on a guest thread.
 """
 
 from __future__ import annotations
@@ -13,22 +17,23 @@ from __future__ import annotations
 import threading
 import time
 
-import wasmtime
-
-from ._capi import epoch_deadline_callback
-
 STOP_MESSAGE = b"toolcage: guest stopped"
+
+OVERRAN = "overran"
+"""The stop reason of a guest that ran past its time on the event loop's thread."""
 
 
 class CallControl:
     """The stop switch and deadline of one guest run."""
 
-    def __init__(self, deadline: float) -> None:
+    def __init__(self, deadline: float, overrun: float | None = None) -> None:
         self.deadline = deadline
         """``time.monotonic()`` value at which the guest is stopped."""
+        self.overrun = overrun
+        """``time.monotonic()`` value past which a guest on the event loop's thread yields it."""
         self.reason: str | None = None
         """Why the guest was stopped, once it was: ``"timeout"``, ``"cancelled"`` (by the
-        awaiting task) or ``"closed"`` (its engine was closed)."""
+        awaiting task), ``"closed"`` (its engine was closed) or ``"overran"``."""
         self._lock = threading.Lock()
 
     def stop(self, reason: str) -> None:
@@ -38,12 +43,10 @@ class CallControl:
                 self.reason = reason
 
     def should_stop(self) -> bool:
-        if self.reason is None and time.monotonic() >= self.deadline:
-            self.stop("timeout")
+        if self.reason is None:
+            now = time.monotonic()
+            if now >= self.deadline:
+                self.stop("timeout")
+            elif self.overrun is not None and now >= self.overrun:
+                self.stop(OVERRAN)
         return self.reason is not None
-
-
-def attach(store: wasmtime.Store, control: CallControl) -> None:
-    """Make ``store`` consult ``control`` at every epoch tick while a guest runs in it."""
-    epoch_deadline_callback(store, control.should_stop, STOP_MESSAGE)
-    store.set_epoch_deadline(1)

@@ -34,6 +34,7 @@ from contextlib import contextmanager
 
 import wasmtime
 
+from .._threads import WorkerPool
 from ._affinity import GuestCpu
 from ._capi import live_output_callbacks, use_pooling_allocator
 from ._control import CallControl
@@ -76,7 +77,9 @@ class WasmEngine:
         self.settings = f"epoch,cow,pooling:{max_memory_bytes}"
         """The settings that compiled code depends on (part of the compile cache's key)."""
         self.guest_cpu = GuestCpu(one_cpu)
-        """Where guest calls run (see :mod:`._affinity`)."""
+        """Which CPU guest calls run on (see :mod:`._affinity`)."""
+        self.threads = WorkerPool("toolcage-guest", on_start=self.guest_cpu.pin)
+        """The daemon threads guests run on, pinned to :attr:`guest_cpu`."""
         self._on_open = on_open
         self._engine: wasmtime.Engine | None = None
         self._lock = threading.Lock()
@@ -135,10 +138,18 @@ class WasmEngine:
         return engine
 
     @contextmanager
-    def slot(self) -> Iterator[None]:
-        """Hold one of the pool's instance slots (blocking while all are taken)."""
-        with self._slots:
-            yield
+    def slot(self, wait: bool = True) -> Iterator[bool]:
+        """Hold one of the pool's instance slots, waiting while all are taken.
+
+        With ``wait=False`` it does not wait, and says (as the value of ``with``) whether it
+        got one.
+        """
+        got = self._slots.acquire(blocking=wait)
+        try:
+            yield got
+        finally:
+            if got:
+                self._slots.release()
 
     def leave(self, control: CallControl) -> None:
         """Count a guest run as ended (its store closed); the last one may release the engine."""
@@ -179,6 +190,7 @@ class WasmEngine:
 
     def _release(self) -> None:
         self._stop.set()
+        self.threads.close()
         ticker = self._ticker
         if ticker is not None and ticker is not threading.current_thread():
             ticker.join()

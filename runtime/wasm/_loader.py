@@ -15,6 +15,7 @@ from toolcage.policies import MountPolicy, ToolcageConfig, ToolLimits, ToolLimit
 
 from .._threads import run_in_worker
 from .._tool import Tool
+from ._capi import define_raw_func
 from ._engine import WasmEngine
 from ._runner import GuestLimits, WasmToolRunner
 from ._tool import NON_BINDING_NEEDS, WasmTool, discover_specs
@@ -49,7 +50,7 @@ def wasm_builtins(
         on_open=on_open,
     )
     runner = WasmToolRunner(engine)
-    bindings = HostBindings.from_config(config)
+    bindings = HostBindings.from_config(config, define_raw=define_raw_func)
     tools: list[Tool] = []
     for spec in specs:
         name = spec.decl.name

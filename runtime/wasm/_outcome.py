@@ -43,10 +43,11 @@ class GuestRun:
 
     tool: str
     """The tool's name, for messages."""
-    stdout: CappedOutput
-    """Its standard output."""
-    stderr: CappedOutput
-    """Its standard error."""
+    stdout: CappedOutput | None
+    """Its standard output (None when it was not kept: the guest leaves its result in
+    memory)."""
+    stderr: CappedOutput | None
+    """Its standard error (None when it was not kept)."""
     exit_code: int | None = None
     """The status of a non-zero ``proc_exit``."""
     failure: str | None = None
@@ -95,17 +96,19 @@ def outcome(run: GuestRun, timeout: float) -> ToolResult:
 
 
 def _result(run: GuestRun) -> ToolResult:
-    raw = run.stdout.getvalue() if run.document is None else run.document
+    stdout = run.stdout
+    truncated = stdout is not None and stdout.truncated
+    raw = run.document if run.document is not None else stdout.getvalue() if stdout else b""
     document = None
-    if (run.document is not None or not run.stdout.truncated) and raw.startswith(b'{"ok":'):
+    if (run.document is not None or not truncated) and raw.startswith(b'{"ok":'):
         try:
             document = json.loads(raw)
         except ValueError:
             document = None
     if not isinstance(document, dict):
         text = raw.decode("utf-8", errors="replace")
-        if run.stdout.truncated:
-            text += "\n" + truncation_marker(run.stdout.total, first=run.stdout.cap)
+        if stdout is not None and stdout.truncated:
+            text += "\n" + truncation_marker(stdout.total, first=stdout.cap)
         return ToolResult.text(text)
     if document.get("ok") is True:
         return ToolResult.text(str(document.get("text", "")))
@@ -130,5 +133,6 @@ def _first_line(text: str) -> str:
 
 
 def _stderr_tail(run: GuestRun) -> str:
-    tail = run.stderr.getvalue()[-500:].decode("utf-8", errors="replace").strip()
+    kept = b"" if run.stderr is None else run.stderr.getvalue()
+    tail = kept[-500:].decode("utf-8", errors="replace").strip()
     return f"; stderr: {tail}" if tail else ""

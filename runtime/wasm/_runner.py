@@ -5,9 +5,9 @@ with WASI and the bindings defined, and its ``instantiate_pre`` of the module, s
 resolution happens once. Per call it builds only what must be fresh: a store with a memory
 limit and an epoch deadline callback (:mod:`._control`), a WASI context with exactly the
 granted preopens (read-only ones with ``fs_mutable=False``), the arguments document as
-``argv[1]`` and on stdin (argv costs the guest no I/O: reading stdin is a trip through
-wasmtime's file-operation threads, ~0.1 ms), no environment, and stdout/stderr captured
-with a cap.
+``argv[1]``, no environment. A module built with the SDK leaves its result in its memory;
+any other module also gets its arguments on stdin and has its stdout/stderr captured with
+a cap.
 
 The guest's deadline is its own timeout, or the pipeline's deadline for the call when that
 comes first (:func:`~toolcage.runtime._deadline.claim_deadline`): the guest is stopped
@@ -15,13 +15,17 @@ inside wasmtime by then and the call reports its own timeout. The store is close
 run ends, however it ends, and what the run left is kept as plain data (:class:`GuestRun`),
 never as wasmtime objects: a failed call's result holds no store, memory or pool slot.
 
-The guest runs on a daemon worker thread (:mod:`toolcage.runtime._threads`) so the event
-loop never blocks, independent calls run in parallel and a guest stuck in a host call
-cannot keep the process from exiting; it is pinned for the call to the engine's guest CPU
-(:mod:`._affinity`). At most :data:`~._engine.POOL_INSTANCES` guests of an engine run at once
-(the pooling allocator's slots); a call beyond that waits in its thread for a slot. When the
-awaiting task is cancelled the guest is stopped at the next epoch tick and the cancellation
-waits for it (briefly), so nothing keeps running unobserved.
+Where it runs: a guest whose caller vouches that it has no effects and never waits, and
+that has no mounts, starts on the calling thread -- the event loop's -- and moves to a guest
+thread if it overruns :data:`INLINE_BUDGET` (see :meth:`WasmToolRunner.run`). Every other
+guest runs on one of the engine's daemon guest threads (:class:`~.._threads.WorkerPool`),
+pinned to the engine's guest CPU (:mod:`._affinity`), so the event loop never blocks,
+independent calls run in parallel and a guest stuck in a host call cannot keep the process
+from exiting. At most :data:`~._engine.POOL_INSTANCES` guests of an engine run at once (the
+pooling allocator's slots); a call beyond that waits in its thread for a slot (one that
+would start on the calling thread goes to a guest thread instead). When the awaiting task
+is cancelled the guest is stopped at the next epoch tick and the cancellation waits for it
+(briefly), so nothing keeps running unobserved.
 """
 
 from __future__ import annotations
@@ -40,12 +44,16 @@ from .._deadline import claim_deadline
 from .._errors import ToolCancelledError, UsageError
 from .._result import ToolResult
 from .._threads import run_in_worker
-from ._capi import export, set_stdin_bytes
-from ._control import CallControl, attach
+from ._capi import NOT_A_FUNCTION, GuestStore, Instance, set_stdin_bytes
+from ._control import OVERRAN, STOP_MESSAGE, CallControl
 from ._engine import EngineClosedError, WasmEngine
 from ._modules import ModuleCache
 from ._outcome import GuestRun, outcome
 from ._output import CappedOutput
+
+INLINE_BUDGET = 0.002
+"""Seconds a guest started on the calling thread may run before it is moved to a guest
+thread (it is stopped at the first epoch tick past this, at most one tick later)."""
 
 CANCEL_WAIT = 1.0
 """Seconds a cancelled call waits for its guest to stop (it stops at the next tick unless
@@ -82,7 +90,8 @@ class WasmToolRunner:
     def __init__(self, engine: WasmEngine, modules: ModuleCache | None = None) -> None:
         self.engine = engine
         self._modules = modules
-        self._pres: dict[tuple[str, tuple[str, ...]], wasmtime.InstancePre] = {}
+        self._pres: dict[tuple[str, tuple[str, ...]], _Prepared] = {}
+        self._slow: set[tuple[str, tuple[str, ...]]] = set()
         self._lock = threading.Lock()
         self._modules_lock = threading.Lock()
         engine.on_release(self._release)
@@ -107,17 +116,26 @@ class WasmToolRunner:
         An import the granted bindings (and WASI) do not provide fails here, with a message
         naming it: an ungranted capability is absent, not refused at call time.
         """
+        return self._prepared(name, bindings, module).pre
+
+    def _prepared(
+        self, name: str, bindings: Sequence[HostBinding], module: wasmtime.Module | None = None
+    ) -> _Prepared:
         key = (name, tuple(b.name for b in bindings))
-        pre = self._pres.get(key)
-        if pre is not None:
-            return pre
+        prepared = self._pres.get(key)
+        if prepared is not None:
+            return prepared
         with self._lock:
-            pre = self._pres.get(key)
-            if pre is None:
+            prepared = self._pres.get(key)
+            if prepared is None:
                 module = self.modules.get(name) if module is None else module
-                pre = _link(name, self.engine.engine, module, bindings)
-                self._pres[key] = pre
-        return pre
+                prepared = _Prepared(
+                    key,
+                    _link(name, self.engine.engine, module, bindings),
+                    streams=not any(e.name == "toolcage_result" for e in module.exports),
+                )
+                self._pres[key] = prepared
+        return prepared
 
     async def run(
         self,
@@ -128,24 +146,44 @@ class WasmToolRunner:
         *,
         bindings: Sequence[HostBinding] = (),
         state: CallState | None = None,
+        inline: bool = False,
     ) -> ToolResult:
-        """Run tool ``name`` once with the JSON ``arguments``; its result, or its ToolError."""
-        control, timeout = _control(limits.timeout)
-        pre, engine = self._enter(name, bindings, control)
+        """Run tool ``name`` once with the JSON ``arguments``; its result, or its ToolError.
+
+        ``inline=True`` is the caller's word that the guest changes nothing outside its
+        result and that its host calls never wait (local files through ``fs``, the clock).
+        Then, if it is granted no mounts -- so no WASI file operation can block, on a FIFO
+        say -- it starts on the calling thread, which spares two thread hand-offs; if it
+        runs past :data:`INLINE_BUDGET` it is stopped at the next epoch tick and run again
+        on a guest thread. A tool whose last run took longer than the budget goes to a guest
+        thread straight away.
+        """
+        deadline, timeout = _deadline(limits.timeout)
+        prepared = self._enter_prepared(name, bindings)
+        if inline and not mounts and prepared.key not in self._slow:
+            control = CallControl(deadline, overrun=time.monotonic() + INLINE_BUDGET)
+            run = self._run_here(prepared, arguments, mounts, limits, control, state)
+            if run is not None and run.stopped != OVERRAN:
+                return outcome(run, timeout)
+            if run is not None:
+                self._slow.add(prepared.key)
+        control = CallControl(deadline)
+        self._enter(name, control)
         done = threading.Event()
 
         def work() -> GuestRun:
+            started = time.monotonic()
             try:
-                with self.engine.guest_cpu.pinned():
-                    return self._run_sync(
-                        name, engine, pre, arguments, mounts, limits, control, state
-                    )
+                with self.engine.slot():
+                    return self._run_sync(prepared, arguments, mounts, limits, control, state)
             finally:
                 self.engine.leave(control)
                 done.set()
+                if inline and time.monotonic() - started <= INLINE_BUDGET:
+                    self._slow.discard(prepared.key)
 
         try:
-            run = await run_in_worker(work)
+            run = await self.engine.threads.run(work)
         except anyio.get_cancelled_exc_class():
             control.stop("cancelled")
             with anyio.CancelScope(shield=True):
@@ -164,77 +202,120 @@ class WasmToolRunner:
         state: CallState | None = None,
     ) -> ToolResult:
         """:meth:`run` in the calling thread (benchmarks, synchronous embedders)."""
-        control, timeout = _control(limits.timeout)
-        pre, engine = self._enter(name, bindings, control)
+        deadline, timeout = _deadline(limits.timeout)
+        prepared = self._enter_prepared(name, bindings)
+        control = CallControl(deadline)
+        self._enter(name, control)
         try:
-            with self.engine.guest_cpu.pinned():
-                run = self._run_sync(name, engine, pre, arguments, mounts, limits, control, state)
+            with self.engine.guest_cpu.pinned(), self.engine.slot():
+                run = self._run_sync(prepared, arguments, mounts, limits, control, state)
         finally:
             self.engine.leave(control)
         return outcome(run, timeout)
 
-    def _enter(
-        self, name: str, bindings: Sequence[HostBinding], control: CallControl
-    ) -> tuple[wasmtime.InstancePre, wasmtime.Engine]:
-        """The prepared module and its engine, the run counted; refused once closed."""
+    def _enter_prepared(self, name: str, bindings: Sequence[HostBinding]) -> _Prepared:
+        """The prepared module; refused once the engine is closed."""
         try:
-            pre = self.prepare(name, bindings)
-            return pre, self.engine.enter(control)
+            return self._prepared(name, bindings)
         except EngineClosedError:
             raise ToolCancelledError(f"Tool {name} was cancelled: the runtime is closed") from None
+
+    def _enter(self, name: str, control: CallControl) -> None:
+        """Count a run as started; refused once the engine is closed."""
+        try:
+            self.engine.enter(control)
+        except EngineClosedError:
+            raise ToolCancelledError(f"Tool {name} was cancelled: the runtime is closed") from None
+
+    def _run_here(
+        self,
+        prepared: _Prepared,
+        arguments: bytes,
+        mounts: Sequence[GrantedMount],
+        limits: GuestLimits,
+        control: CallControl,
+        state: CallState | None,
+    ) -> GuestRun | None:
+        """A counted run in the calling thread; None when no instance slot is free now."""
+        self._enter(prepared.key[0], control)
+        try:
+            with self.engine.slot(wait=False) as got:
+                if not got:
+                    return None
+                return self._run_sync(prepared, arguments, mounts, limits, control, state)
+        finally:
+            self.engine.leave(control)
 
     def _release(self) -> None:
         """Free the prepared and compiled modules (the engine is being released)."""
         with self._lock:
             pres, self._pres = list(self._pres.values()), {}
             modules = self._modules
-        for pre in pres:
-            pre.close()
+        for prepared in pres:
+            prepared.pre.close()
         if modules is not None:
             modules.close()
 
     def _run_sync(
         self,
-        name: str,
-        engine: wasmtime.Engine,
-        pre: wasmtime.InstancePre,
+        prepared: _Prepared,
         arguments: bytes,
         mounts: Sequence[GrantedMount],
         limits: GuestLimits,
         control: CallControl,
         state: CallState | None,
     ) -> GuestRun:
-        stdout = CappedOutput(limits.output_bytes)
-        stderr = CappedOutput(max(4096, limits.output_bytes // 16))
+        """Run the guest in the calling thread, which holds an instance slot."""
+        name = prepared.key[0]
+        stdout = stderr = None
+        if prepared.streams:
+            stdout = CappedOutput(limits.output_bytes)
+            stderr = CappedOutput(max(4096, limits.output_bytes // 16))
         run = GuestRun(name, stdout, stderr, memory_limit=limits.memory_bytes)
-        with self.engine.slot():
-            if control.should_stop():  # stopped while it waited for a slot
-                run.failure, run.stopped = "stopped before it started", control.reason
-                return run
-            store = wasmtime.Store(engine)
-            token = current_call.set(state) if state is not None else None
-            try:
-                store.set_limits(memory_size=limits.memory_bytes)
-                attach(store, control)
-                store.set_wasi(_wasi(name, arguments, mounts, stdout, stderr))
-                _run_guest(name, store, pre, run)
-            finally:
-                run.stopped = control.reason if run.failed else None
-                if token is not None:
-                    current_call.reset(token)
-                # The store (its memory, descriptors and pool slot) goes now, not when the
-                # last reference to an exception or frame that saw it is dropped.
-                store.close()
+        if control.should_stop():  # stopped while it waited for a slot
+            run.failure, run.stopped = "stopped before it started", control.reason
+            return run
+        store = GuestStore(
+            self.engine.engine, limits.memory_bytes, control.should_stop, STOP_MESSAGE
+        )
+        token = current_call.set(state) if state is not None else None
+        try:
+            _set_wasi(store, name, arguments, mounts, stdout, stderr)
+            _run_guest(name, store, prepared.pre, run)
+        finally:
+            run.stopped = control.reason if run.failed else None
+            if token is not None:
+                current_call.reset(token)
+            if state is not None:
+                state.release()  # what host functions opened for the call
+            # The store (its memory, descriptors and pool slot) goes now, not when the
+            # last reference to an exception or frame that saw it is dropped.
+            store.close()
         return run
 
 
-def _control(timeout: float) -> tuple[CallControl, float]:
-    """The stop switch of a new run: its own timeout or the call's deadline, the earlier."""
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A tool's module, linked with its granted bindings and pre-instantiated."""
+
+    key: tuple[str, tuple[str, ...]]
+    """The tool's name and the names of its granted bindings."""
+    pre: wasmtime.InstancePre
+    streams: bool
+    """The module has no ``toolcage_result`` export: it reads its arguments from stdin (or
+    argv) and prints its result, so its stdio is connected. A module built with the SDK
+    reads argv and leaves its result in memory: its stdio goes nowhere, which spares the
+    Python callbacks wasmtime would make for every write and at the end of the run."""
+
+
+def _deadline(timeout: float) -> tuple[float, float]:
+    """When a new run must stop: its own timeout or the call's deadline, the earlier; and
+    the timeout that stands for."""
     at = time.monotonic() + timeout
     deadline = claim_deadline()
     if deadline is not None and deadline.at < at:
-        return CallControl(deadline.at), deadline.seconds
-    return CallControl(at), timeout
+        return deadline.at, deadline.seconds
+    return at, timeout
 
 
 def _link(
@@ -257,57 +338,50 @@ def _link(
         linker.close()
 
 
-def _run_guest(name: str, store: wasmtime.Store, pre: wasmtime.InstancePre, run: GuestRun) -> None:
+def _run_guest(name: str, store: GuestStore, pre: wasmtime.InstancePre, run: GuestRun) -> None:
     """Instantiate and run the guest in ``store``, noting in ``run`` how it ended."""
     instance = None
     try:
-        instance = pre.instantiate(store)
-        start = export(store, instance, b"_start")
-        if not isinstance(start, wasmtime.Func):
-            raise UsageError(f"WASM tool {name} has no _start function (not a command)")
+        instance = store.instantiate(pre)
         try:
-            start(store)
+            started = store.call(instance, b"_start")
         except wasmtime.ExitTrap as exc:
             if exc.code != 0:
                 run.exit_code = exc.code
                 return
+            started = None
+        if started is NOT_A_FUNCTION:
+            raise UsageError(f"WASM tool {name} has no _start function (not a command)")
         run.document = _result_document(store, instance)
     except (wasmtime.WasmtimeError, wasmtime.Trap) as exc:
         run.failure = str(exc)  # plain text: the exception and its frames die here
         if instance is not None:
-            memory = export(store, instance, b"memory")
-            if isinstance(memory, wasmtime.Memory):
-                run.memory_bytes = memory.data_len(store)
+            run.memory_bytes = store.memory_size(instance)
 
 
-def _result_document(store: wasmtime.Store, instance: wasmtime.Instance) -> bytes | None:
+def _result_document(store: GuestStore, instance: Instance) -> bytes | None:
     """The result the SDK left in linear memory (see toolcage.h), if the guest did that."""
-    getter = export(store, instance, b"toolcage_result")
-    memory = export(store, instance, b"memory")
-    if not isinstance(getter, wasmtime.Func) or not isinstance(memory, wasmtime.Memory):
-        return None
-    packed = getter(store)
+    packed = store.call(instance, b"toolcage_result", results=1)
     if not isinstance(packed, int) or packed == 0:
         return None
-    address, size = (packed >> 32) & 0xFFFFFFFF, packed & 0xFFFFFFFF
-    if address + size > memory.data_len(store):
-        return None
-    return bytes(memory.read(store, address, address + size))
+    return store.read_memory(instance, (packed >> 32) & 0xFFFFFFFF, packed & 0xFFFFFFFF)
 
 
-def _wasi(
+def _set_wasi(
+    store: GuestStore,
     name: str,
     arguments: bytes,
     mounts: Sequence[GrantedMount],
-    stdout: CappedOutput,
-    stderr: CappedOutput,
-) -> wasmtime.WasiConfig:
-    wasi = wasmtime.WasiConfig()
+    stdout: CappedOutput | None,
+    stderr: CappedOutput | None,
+) -> None:
     # JSON text never holds a raw NUL, so it survives as a C string.
-    wasi.argv = [name, arguments.decode("utf-8")] if arguments else [name]
-    set_stdin_bytes(wasi, arguments)
-    wasi.stdout_custom = stdout.write
-    wasi.stderr_custom = stderr.write
-    for mount in mounts:
-        wasi.preopen_dir(str(mount.host), mount.guest, mount.writable)
-    return wasi
+    argv = [name, arguments.decode("utf-8")] if arguments else [name]
+    preopens = [(str(m.host), m.guest, m.writable) for m in mounts]
+    config = None
+    if stdout is not None and stderr is not None:
+        config = wasmtime.WasiConfig()
+        set_stdin_bytes(config, arguments)
+        config.stdout_custom = stdout.write
+        config.stderr_custom = stderr.write
+    store.set_wasi(argv, preopens, config)

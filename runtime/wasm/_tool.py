@@ -4,14 +4,16 @@ Each guest tool is declared by ``wasm_tools/tools/NAME.json`` next to its C sour
 
     {"name": "file_read", "description": "...", "parameters": {...JSON Schema...},
      "safety_tier": "read_only", "timeout": 10,
-     "path_arguments": {"path": "read"}, "needs": ["mounts"]}
+     "path_arguments": {"path": "read"}, "needs": ["fs"]}
 
 ``path_arguments`` tells the path policy which arguments are paths and in which mode; by the
 time :meth:`WasmTool.execute` runs they are canonical guest paths. ``needs`` lists what the
-tool uses: host-binding capabilities (``http``, ``clock``, ...) are linked when granted;
-``mounts`` and ``attachments`` are not bindings (the attachments of the turn are added to
-the guest's arguments document under ``_attachments``, base64-encoded). A tool that changes
-a file declares it under ``replaces`` and has it replaced atomically (:mod:`._commit`).
+tool uses: host-binding capabilities (``fs``, ``http``, ``clock``, ...) are linked when
+granted, and the call's mounts reach the ``fs`` binding through its :class:`CallState`;
+``mounts`` (the granted mounts as WASI preopens, for tools that write) and ``attachments``
+are not bindings (the attachments of the turn are added to the guest's arguments document
+under ``_attachments``, base64-encoded). A tool that changes a file declares it under
+``replaces`` and has it replaced atomically (:mod:`._commit`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ _guest_log = logging.getLogger("toolcage.wasm")
 
 NON_BINDING_NEEDS = frozenset({"mounts", "attachments"})
 """Entries of ``needs`` that are not host bindings."""
+
+INLINE_BINDINGS = frozenset({"fs", "clock", "log"})
+"""Host bindings that answer without waiting on anything but local files."""
 
 PathMode = Literal["read", "write", "delete"]
 
@@ -113,6 +118,13 @@ class WasmTool:
         self.mounts = mounts
         self.bindings = tuple(bindings)
         self.limits = GuestLimits(timeout=spec.timeout) if limits is None else limits
+        # Preopens cost every call; a tool that reads through ``fs`` does without them.
+        self._preopens = "mounts" in spec.needs
+        # A read-only guest whose host calls never wait on the network may start on the
+        # event loop's thread (see WasmToolRunner.run).
+        self._inline = spec.safety_tier is SafetyTier.READ_ONLY and all(
+            b.name in INLINE_BINDINGS for b in self.bindings
+        )
 
     @property
     def name(self) -> str:
@@ -163,10 +175,17 @@ class WasmTool:
                 deadline=_deadline(self.limits.timeout),
                 progress=lambda message, fraction: _progress(ctx, message, fraction),
                 log=lambda level, message: _log_line(self.name, level, message),
+                mounts=mounts,
             )
         try:
             result = await self.runner.run(
-                self.name, arguments, mounts, self.limits, bindings=self.bindings, state=state
+                self.name,
+                arguments,
+                mounts if self._preopens else (),
+                self.limits,
+                bindings=self.bindings,
+                state=state,
+                inline=self._inline,
             )
             if replacement is not None:
                 replacement.commit()  # no await since the guest returned: see _commit

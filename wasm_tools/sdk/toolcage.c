@@ -1,5 +1,6 @@
 /* toolcage guest SDK, file helpers; see toolcage.h. */
 #include "toolcage.h"
+#include "toolcage_host.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,24 +32,27 @@ void tc_buf_putc(tc_buf *b, char c) { tc_buf_put(b, &c, 1); }
 void tc_buf_json_string(tc_buf *b, const char *s, size_t n) {
     static const char hex[] = "0123456789abcdef";
     tc_buf_putc(b, '"');
+    size_t plain = 0; /* s[plain, i) needs no escape: copied in one piece */
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        tc_buf_put(b, s + plain, i - plain);
+        plain = i + 1;
         if (c == '"' || c == '\\') {
-            tc_buf_putc(b, '\\');
-            tc_buf_putc(b, (char)c);
+            char esc[2] = {'\\', (char)c};
+            tc_buf_put(b, esc, 2);
         } else if (c == '\n') {
             tc_buf_puts(b, "\\n");
         } else if (c == '\r') {
             tc_buf_puts(b, "\\r");
         } else if (c == '\t') {
             tc_buf_puts(b, "\\t");
-        } else if (c < 0x20) {
+        } else {
             char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
             tc_buf_put(b, esc, 6);
-        } else {
-            tc_buf_putc(b, (char)c);
         }
     }
+    tc_buf_put(b, s + plain, n - plain);
     tc_buf_putc(b, '"');
 }
 
@@ -257,6 +261,10 @@ int tc_tool_main(tc_tool_fn run) {
     int from_host = read_arguments(&in);
     const char *error_type = run(tc_buf_cstr(&in), &out);
     tc_buf_cstr(&out);
+    /* Room for the text and the envelope at once: growing by doubling would copy it again
+     * and again. */
+    doc.data = malloc(out.len + 128);
+    doc.cap = doc.data ? out.len + 128 : 0;
     if (error_type) {
         tc_buf_puts(&doc, "{\"ok\":false,\"error_type\":");
         tc_buf_json_string(&doc, error_type, strlen(error_type));
@@ -505,13 +513,27 @@ int tc_read_fd(int fd, size_t cap, tc_buf *into, long long *size_out) {
 }
 
 int tc_read_file(const char *path, size_t cap, tc_buf *into, long long *size_out) {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return errno;
-    int err = tc_read_fd(fd, cap, into, size_out);
-    /* No close: a guest lives for one call and its descriptors die with its store, so
-     * closing would only cost one more trip into the host. Loops over many files use
-     * tc_read_fd and close themselves. */
-    return err;
+    /* Through the fs binding: one host call for a file under 64 KiB, two for a larger one
+     * (the second into one exact buffer, sized by the first). Each call reads in one open,
+     * so the text is never stitched from two versions of the file. */
+    size_t room = 65536;
+    for (int attempt = 0; attempt < 8; attempt++) {
+        if (reserve(into, room)) return ENOMEM;
+        tch_fs_info info;
+        int32_t n = toolcage_fs_read(path, (int32_t)strlen(path), 0, into->data + into->len,
+                                     (int32_t)room, &info);
+        if (n < 0) return tch_fs_errno(n);
+        if (size_out) *size_out = (long long)info.size;
+        if (info.size > cap || (size_t)n > cap) return EFBIG;
+        if (info.complete) {
+            into->len += (size_t)n;
+            into->data[into->len] = '\0';
+            if (size_out) *size_out = (long long)n;
+            return 0;
+        }
+        room = (size_t)info.size + 1; /* one byte more tells a file that grew meanwhile */
+    }
+    return EAGAIN; /* it kept growing */
 }
 
 int tc_open_replaced(const char *path, int *fd) {

@@ -8,7 +8,8 @@
  * "execution_error", ...) with the message in `out`, and the JSON result goes to stdout.
  *
  * Paths the host hands in have already passed the path policy and are canonical guest
- * paths (such as /workspace/notes.txt); WASI's preopens are the second wall.
+ * paths (such as /workspace/notes.txt); the second wall is the host's fs binding, which
+ * opens them beneath the granted mounts only, or WASI's preopens for tools that write.
  */
 #ifndef TOOLCAGE_H
 #define TOOLCAGE_H
@@ -91,10 +92,11 @@ void tc_buf_truncation_marker(tc_buf *b, long long original_size);
 void tc_buf_put_name(tc_buf *b, const char *s, size_t n);
 char *tc_name(const char *s); /* malloc'd shown form of a NUL-terminated name */
 
-/* Whole-file I/O with as few WASI calls as possible (each is a trip into the host): one
- * open and, for a file under 64 KiB, one read; tc_read_file leaves the descriptor open for
- * the end of the call to reclaim. Return 0 or an errno value; EFBIG when the file exceeds
- * `cap` bytes, with its size in *size_out. */
+/* Whole-file reads. tc_read_file reads a regular file through the host's fs binding (the
+ * tool declares "fs" in its needs): one host call for a file under 64 KiB. tc_read_fd reads
+ * an open WASI descriptor with as few WASI calls as possible: for a file under 64 KiB, one
+ * read. Return 0 or an errno value; EFBIG when the file exceeds `cap` bytes, with its size
+ * in *size_out. */
 int tc_read_file(const char *path, size_t cap, tc_buf *into, long long *size_out);
 int tc_read_fd(int fd, size_t cap, tc_buf *into, long long *size_out);
 

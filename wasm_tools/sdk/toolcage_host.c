@@ -1,6 +1,7 @@
 /* Guest-side helpers for the toolcage host ABI v1; see toolcage_host.h. */
 #include "toolcage_host.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,4 +60,27 @@ const char *tch_result_error(const char *result, tc_buf *msg) {
     free(type);
     free(text);
     return kind;
+}
+
+int tch_fs_errno(int32_t rc) { return rc <= -1000 ? (int)(-1000 - rc) : EIO; }
+
+int tch_fs_list(int32_t dir, int sizes, tc_buf *into) {
+    into->len = 0;
+    size_t want = into->cap > 4096 ? into->cap - 1 : 4096;
+    for (;;) {
+        if (want + 1 > into->cap) {
+            char *grown = realloc(into->data, want + 1);
+            if (!grown) return ENOMEM;
+            into->data = grown;
+            into->cap = want + 1;
+        }
+        int32_t n = toolcage_fs_list(dir, into->data, (int32_t)want, sizes);
+        if (n < 0) return tch_fs_errno(n);
+        if ((size_t)n <= want) {
+            into->len = (size_t)n;
+            into->data[n] = '\0';
+            return 0;
+        }
+        want = (size_t)n; /* longer than the buffer: the host keeps it for the next call */
+    }
 }

@@ -2,7 +2,7 @@
  * toolcage host ABI v1, guest side: the imports through which a tool calls host
  * capabilities, and small helpers around them.
  *
- * Each capability is one import module (toolcage_http_v1, toolcage_clock_v1,
+ * Each capability is one import module (toolcage_fs_v1, toolcage_http_v1, toolcage_clock_v1,
  * toolcage_search_v1, toolcage_progress_v1, toolcage_log_v1). The host links only the
  * capabilities a tool is granted -- a tool declares them in its JSON declaration under
  * "needs" -- so a tool that uses an import it was not granted fails to instantiate.
@@ -42,6 +42,55 @@ TCH_IMPORT("toolcage_search_v1", "result") int32_t toolcage_search_result(char *
 TCH_IMPORT("toolcage_progress_v1", "report")
 int32_t toolcage_progress_report(const char *msg, int32_t len, double fraction);
 TCH_IMPORT("toolcage_log_v1", "write") int32_t toolcage_log_write(int32_t level, const char *msg, int32_t len);
+
+/*
+ * fs (toolcage_fs_v1): reads under the call's granted mounts, served by the host in the
+ * guest's own thread -- no trip through WASI's I/O threads, bytes straight into the
+ * buffer given. Paths are canonical guest paths; results are bytes, a handle or 0, or a
+ * negative code: tch_fs_errno gives its errno value (EIO for an ABI error). Details:
+ * host_bindings/_fs.py.
+ */
+typedef struct {
+    uint64_t size;    /* bytes (the file's size when it was opened) */
+    uint32_t nlink;   /* hard links */
+    uint8_t type;     /* TCH_FS_* */
+    uint8_t complete; /* the read reached the end of the file */
+    uint16_t reserved;
+} tch_fs_info;
+#define TCH_FS_OTHER 0
+#define TCH_FS_FILE 1
+#define TCH_FS_DIR 2
+#define TCH_FS_LINK 3
+#define TCH_FS_NO_SIZE UINT64_MAX
+/* A record of read_many: then `len` bytes of the file. */
+typedef struct {
+    uint32_t err; /* 0 or an errno value */
+    uint32_t len;
+    tch_fs_info info;
+} tch_fs_record;
+/* An entry of list: then `name_len` bytes of its name (no NUL). */
+#define TCH_FS_ENTRY_SIZE 12
+
+TCH_IMPORT("toolcage_fs_v1", "read")
+int32_t toolcage_fs_read(const char *path, int32_t len, int64_t offset, char *buf, int32_t cap,
+                         tch_fs_info *info);
+TCH_IMPORT("toolcage_fs_v1", "stat")
+int32_t toolcage_fs_stat(const char *path, int32_t len, tch_fs_info *info);
+TCH_IMPORT("toolcage_fs_v1", "opendir") int32_t toolcage_fs_opendir(const char *path, int32_t len);
+TCH_IMPORT("toolcage_fs_v1", "opendir_at")
+int32_t toolcage_fs_opendir_at(int32_t dir, const char *name, int32_t len);
+TCH_IMPORT("toolcage_fs_v1", "list")
+int32_t toolcage_fs_list(int32_t dir, char *buf, int32_t cap, int32_t sizes);
+TCH_IMPORT("toolcage_fs_v1", "read_many")
+int32_t toolcage_fs_read_many(int32_t dir, const char *names, int32_t len, int32_t each, char *buf,
+                              int32_t cap);
+TCH_IMPORT("toolcage_fs_v1", "close") int32_t toolcage_fs_close(int32_t dir);
+
+/* The errno value of a negative fs result. */
+int tch_fs_errno(int32_t rc);
+/* The whole listing of directory handle `dir` into `into` (replacing its content), with
+ * lstat sizes when `sizes`; 0 or an errno value. */
+int tch_fs_list(int32_t dir, int sizes, tc_buf *into);
 
 /* Request + result in one step. NULL on an ABI error, with *code set. */
 char *tch_http(const char *req, size_t len, int32_t *code);

@@ -1,14 +1,15 @@
 /*
  * file_list: the entries of a directory (type, size, path), optionally recursively.
+ * Directories are listed through the host's fs binding: one host call per directory, with
+ * every entry's type and size (lstat: links are shown, not followed).
  * Names are shown in the SDK's escaped form (tc_buf_put_name), one entry per line.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "toolcage.h"
+#include "toolcage_host.h"
 
 #define MAX_ENTRIES 5000
 
@@ -20,101 +21,97 @@ typedef struct {
     tc_buf why;
 } listing;
 
+typedef struct {
+    const char *name; /* NUL-terminated, inside the listing */
+    uint64_t size;
+    uint8_t type;
+} entry;
+
 static int by_name(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return strcmp(((const entry *)a)->name, ((const entry *)b)->name);
 }
 
-static void free_names(char **names, size_t n) {
-    for (size_t i = 0; i < n; i++) free(names[i]);
-    free(names);
-}
-
-/* The entry names of `dir`, or an errno value. The host reads every entry's metadata for
- * each batch of fd_readdir (opendir reads the first batch), so an entry removed meanwhile
- * (another call's temporary file) fails the whole read with ENOENT: the directory is then
- * read again from its start. */
-#define READ_ATTEMPTS 64
-static int read_names(const char *dir, char ***out, size_t *count) {
-    int err = 0;
-    for (int attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
-        DIR *d = opendir(dir);
-        if (!d) {
-            err = errno;
-            if (err != ENOENT) break;
-            continue;
+/* The entries of the listing in `raw` (names NUL-terminated in place), or NULL. */
+static entry *parse(tc_buf *raw, size_t *count) {
+    size_t n = 0, cap = 0;
+    entry *entries = NULL;
+    for (size_t off = 0; off + TCH_FS_ENTRY_SIZE <= raw->len;) {
+        entry e;
+        uint16_t len;
+        memcpy(&e.size, raw->data + off, sizeof e.size);
+        memcpy(&len, raw->data + off + 8, sizeof len);
+        e.type = (uint8_t)raw->data[off + 10];
+        /* The name's first byte takes the place of the next entry's: shift it left over
+         * the header's padding byte so it can end with a NUL. */
+        char *name = raw->data + off + TCH_FS_ENTRY_SIZE;
+        off += TCH_FS_ENTRY_SIZE + len;
+        if (off > raw->len) break;
+        memmove(name - 1, name, len);
+        name[len - 1] = '\0';
+        e.name = name - 1;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            entry *grown = realloc(entries, cap * sizeof *entries);
+            if (!grown) abort();
+            entries = grown;
         }
-        char **names = NULL;
-        size_t n = 0, cap = 0;
-        struct dirent *e;
-        errno = 0;
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-            if (n == cap) {
-                cap = cap ? cap * 2 : 64;
-                char **grown = realloc(names, cap * sizeof *names);
-                if (!grown) abort();
-                names = grown;
-            }
-            names[n++] = strdup(e->d_name);
-        }
-        err = errno;
-        closedir(d);
-        if (!err) {
-            *out = names;
-            *count = n;
-            return 0;
-        }
-        free_names(names, n);
-        if (err != ENOENT) break;
+        entries[n++] = e;
     }
-    return err;
+    *count = n;
+    return entries;
 }
 
-/* List `dir` (host-visible path) with names relative to the listing root `rel`. */
-static int list_dir(listing *l, const char *dir, const char *rel, int depth) {
-    char **names = NULL;
+static void note_unlisted(listing *l, int err, const char *rel) {
+    if (l->unlisted++ >= 10) return;
+    tc_buf reason = {0};
+    tc_fail_errno(&reason, err, TC_READING, "", rel);
+    if (l->why.len) tc_buf_puts(&l->why, ", ");
+    tc_buf_puts(&l->why, reason.data + 2); /* past the empty "what: " */
+    tc_buf_free(&reason);
+}
+
+/* List directory handle `dir` with names relative to the listing root `rel`. */
+static int list_dir(listing *l, int32_t dir, const char *rel, int depth) {
+    tc_buf raw = {0};
+    int err = tch_fs_list(dir, 1, &raw);
+    if (err) {
+        tc_buf_free(&raw);
+        return err;
+    }
     size_t n = 0;
-    int err = read_names(dir, &names, &n);
-    if (err) return err;
-    qsort(names, n, sizeof *names, by_name);
-    tc_buf path = {0}, sub = {0};
+    entry *entries = parse(&raw, &n);
+    qsort(entries, n, sizeof *entries, by_name);
+    tc_buf sub = {0};
     for (size_t i = 0; i < n; i++) {
         if (l->count >= MAX_ENTRIES) {
             l->truncated = 1;
             break;
         }
-        tc_path_join(&path, dir, names[i]);
+        const entry *e = &entries[i];
         sub.len = 0;
         if (*rel) {
             tc_buf_puts(&sub, rel);
             tc_buf_putc(&sub, '/');
         }
-        tc_buf_puts(&sub, names[i]);
-        struct stat st;
-        const char *type = "other";
-        long long size = -1;
-        if (lstat(path.data, &st) == 0) {
-            if (S_ISDIR(st.st_mode)) type = "dir";
-            else if (S_ISREG(st.st_mode)) type = "file", size = (long long)st.st_size;
-            else if (S_ISLNK(st.st_mode)) type = "link";
-        }
-        if (size >= 0) tc_buf_printf(l->out, "%s\t%lld\t", type, size);
+        tc_buf_puts(&sub, e->name);
+        const char *type = e->type == TCH_FS_DIR    ? "dir"
+                           : e->type == TCH_FS_FILE ? "file"
+                           : e->type == TCH_FS_LINK ? "link"
+                                                    : "other";
+        if (e->type == TCH_FS_FILE) tc_buf_printf(l->out, "%s\t%llu\t", type, (unsigned long long)e->size);
         else tc_buf_printf(l->out, "%s\t-\t", type);
         tc_buf_put_name(l->out, sub.data, sub.len);
-        tc_buf_puts(l->out, strcmp(type, "dir") ? "\n" : "/\n");
+        tc_buf_puts(l->out, e->type == TCH_FS_DIR ? "/\n" : "\n");
         l->count++;
-        int err = depth > 1 && strcmp(type, "dir") == 0 ? list_dir(l, path.data, sub.data, depth - 1)
-                                                       : 0;
-        if (err && l->unlisted++ < 10) {
-            tc_buf reason = {0};
-            tc_fail_errno(&reason, err, TC_READING, "", sub.data);
-            if (l->why.len) tc_buf_puts(&l->why, ", ");
-            tc_buf_puts(&l->why, reason.data + 2); /* past the empty "what: " */
-            tc_buf_free(&reason);
+        if (depth > 1 && e->type == TCH_FS_DIR) {
+            int32_t child = toolcage_fs_opendir_at(dir, e->name, (int32_t)strlen(e->name));
+            int sub_err = child < 0 ? tch_fs_errno(child) : list_dir(l, child, sub.data, depth - 1);
+            if (child >= 0) toolcage_fs_close(child);
+            if (sub_err) note_unlisted(l, sub_err, sub.data);
         }
     }
-    free_names(names, n);
-    tc_buf_free(&path);
+    free(entries);
+    tc_buf_free(&raw);
     tc_buf_free(&sub);
     return 0;
 }
@@ -129,18 +126,22 @@ static const char *run(const char *args, tc_buf *out) {
         error = tc_fail(out, TC_VALIDATION, "depth must be between 1 and 16, not %lld", depth);
         goto done;
     }
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        error = tc_fail_errno(out, errno, TC_READING, "cannot list", path);
+    tch_fs_info info;
+    int32_t rc = toolcage_fs_stat(path, (int32_t)strlen(path), &info);
+    if (rc < 0) {
+        error = tc_fail_errno(out, tch_fs_errno(rc), TC_READING, "cannot list", path);
         goto done;
     }
-    if (!S_ISDIR(st.st_mode)) {
-        tc_buf_printf(out, "file\t%lld\t%s\n", (long long)st.st_size, shown);
+    if (info.type != TCH_FS_DIR) {
+        tc_buf_printf(out, "file\t%llu\t%s\n", (unsigned long long)info.size, shown);
         goto done;
     }
     listing l = {out, 0, 0, 0, {0}};
-    int err = list_dir(&l, path, "", (int)depth);
+    int32_t dir = toolcage_fs_opendir(path, (int32_t)strlen(path));
+    int err = dir < 0 ? tch_fs_errno(dir) : list_dir(&l, dir, "", (int)depth);
+    if (dir >= 0) toolcage_fs_close(dir);
     if (err) {
+        tc_buf_free(&l.why);
         error = tc_fail_errno(out, err, TC_READING, "cannot list", path);
         goto done;
     }

@@ -1,33 +1,31 @@
 /*
  * file_search: recursive search for a literal string (or a wildcard pattern) under a path.
  *
- * Built to make few WASI calls, since each one crosses into the host: directories are read
- * with fd_readdir into a 64 KiB buffer, entry types come from the directory entries (no
- * stat per file), files are opened with path_open relative to their directory's descriptor
- * (one path component for the host to resolve, and no fd_fdstat_get as wasi-libc's openat
- * does first) and read a window of 1 MiB at a time: three host trips for a file under
- * 1 MiB (open, read, close), and a filestat for the hard-link check of files with hits.
- * Memory stays bounded whatever the file sizes; of a file larger than FILE_CAP only the
- * first FILE_CAP bytes are searched, and the result names it.
+ * Built to make few host calls: files are read through the host's fs binding, which serves
+ * them in the guest's own thread (WASI would take each file operation to a thread of its
+ * I/O pool and back). Per directory: one call lists it (entry types from the directory,
+ * no stat per file), and one call per BATCH bytes reads the first window (up to WINDOW
+ * bytes) of many of its files at once, straight into the batch buffer; a file larger than
+ * its window is read on, WINDOW bytes a call. Memory stays bounded whatever the file
+ * sizes; of a file larger than FILE_CAP only the first FILE_CAP bytes are searched, and the
+ * result names it. The files of a directory are searched before its subdirectories.
  * Symbolic links are not followed. Paths are shown in the SDK's escaped form
  * (tc_buf_put_name); the text of a hit is the file's own.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <wasi/api.h>
+#include <wasm_simd128.h>
 
 #include "toolcage.h"
+#include "toolcage_host.h"
 
 #define WINDOW (1u << 20)           /* bytes of a file in memory at a time */
 #define FILE_CAP (256ull << 20)      /* bytes searched per file; the rest of a larger one is not */
 #define LINE_CAP 240
-#define DIRBUF (64u << 10)
+#define BATCH (4u << 20)            /* bytes of files read per host call */
 #define NAMED 10 /* files named per note; the rest are counted */
 
 /* Files a note of the result is about: how many, and the first NAMED of them by name. */
@@ -51,6 +49,7 @@ typedef struct {
     noted unreadable;   /* files and directories that could not be read, with the reason */
     tc_buf *out;
     tc_buf data, lower;
+    char *batch;        /* BATCH bytes: records of read_many */
 } search;
 
 static void note(noted *n, const char *path) {
@@ -75,9 +74,55 @@ static void report(tc_buf *out, const noted *n, const char *what) {
                   n->count > NAMED ? ", ..." : "");
 }
 
-static void lower_ascii(char *s, size_t n) {
+/* The byte loops below run 16 bytes at a time with wasm SIMD (wasmtime compiles it to the
+ * host's vector instructions); only these functions use it. */
+#define SIMD __attribute__((target("simd128")))
+
+static SIMD void lower_ascii(char *s, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (s[i] >= 'A' && s[i] <= 'Z') s[i] = (char)(s[i] + 32);
+}
+
+/* Whether p[0, n) holds a NUL byte. */
+static SIMD int has_nul(const char *p, size_t n) {
+    size_t i = 0;
+    const v128_t zero = wasm_i8x16_splat(0);
+    for (; i + 16 <= n; i += 16)
+        if (wasm_v128_any_true(wasm_i8x16_eq(wasm_v128_load(p + i), zero))) return 1;
+    return memchr(p + i, '\0', n - i) != NULL;
+}
+
+/* The first needle[0, k) in hay[0, n), or NULL. Sixteen positions at a time, those whose
+ * first and last bytes match are compared in full; when those comparisons cost more than
+ * the scan itself (a needle of one repeated byte in a run of it), memmem's linear-time
+ * search takes over. */
+static SIMD const char *find(const char *hay, size_t n, const char *needle, size_t k) {
+    if (k < 2 || n < k) return k == 0 ? hay : memmem(hay, n, needle, k);
+    const v128_t first = wasm_i8x16_splat(needle[0]), last = wasm_i8x16_splat(needle[k - 1]);
+    size_t i = 0, compared = 0;
+    for (; i + k - 1 + 16 <= n; i += 16) {
+        v128_t a = wasm_i8x16_eq(wasm_v128_load(hay + i), first);
+        v128_t b = wasm_i8x16_eq(wasm_v128_load(hay + i + k - 1), last);
+        uint32_t mask = wasm_i8x16_bitmask(wasm_v128_and(a, b));
+        while (mask) {
+            size_t at = i + (size_t)__builtin_ctz(mask);
+            if (memcmp(hay + at + 1, needle + 1, k - 2) == 0) return hay + at;
+            compared += k;
+            mask &= mask - 1;
+        }
+        if (compared > i + 4096) return memmem(hay + i + 16, n - i - 16, needle, k);
+    }
+    return memmem(hay + i, n - i, needle, k);
+}
+
+/* Newlines in [p, end). */
+static SIMD long long count_lines(const char *p, const char *end) {
+    long long n = 0;
+    const v128_t nl = wasm_i8x16_splat('\n');
+    for (; p + 16 <= end; p += 16)
+        n += __builtin_popcount(wasm_i8x16_bitmask(wasm_i8x16_eq(wasm_v128_load(p), nl)));
+    for (; p < end; p++) n += *p == '\n';
+    return n;
 }
 
 static void emit(search *s, const char *path, long long line, const char *text, size_t n) {
@@ -89,20 +134,14 @@ static void emit(search *s, const char *path, long long line, const char *text, 
     s->hits++;
 }
 
-static long long count_lines(const char *p, const char *end) {
-    long long n = 0;
-    for (; p < end && (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++) n++;
-    return n;
-}
-
 /*
  * One window of a file: text[0, len) is in memory, hits that start in text[0, upto) are
  * this window's (the rest of the window is carried over to the next one). *line is the line
- * number of text[0] and moves to that of text[upto]; *skip says that text[0] continues a
- * line that already had a hit, so the window starts after its end.
+ * number of text[0] and moves to that of text[upto] (unless `last`: no window follows); *skip
+ * says that text[0] continues a line that already had a hit, so the window starts after its end.
  */
 static void scan(search *s, const char *path, const char *text, size_t len, size_t upto,
-                 long long *line, int *skip) {
+                 int last, long long *line, int *skip) {
     const char *end = text + len, *stop_at = text + upto, *p = text;
     if (*skip) {
         const char *nl = memchr(text, '\n', upto);
@@ -137,7 +176,7 @@ static void scan(search *s, const char *path, const char *text, size_t len, size
             }
             at = start = p;
         } else {
-            const char *hit = memmem(hay + (p - text), (size_t)(end - p), s->query, s->query_len);
+            const char *hit = find(hay + (p - text), (size_t)(end - p), s->query, s->query_len);
             if (!hit || text + (hit - hay) >= stop_at) break;
             at = text + (hit - hay);
             start = at;
@@ -155,7 +194,7 @@ static void scan(search *s, const char *path, const char *text, size_t len, size
         }
         p = stop + (s->wild != NULL);
     }
-    if (counted < stop_at) *line += count_lines(counted, stop_at);
+    if (!last && counted < stop_at) *line += count_lines(counted, stop_at);
 }
 
 /* How much of the window text[0, len) is this window's: up to the start of its last
@@ -171,115 +210,131 @@ static size_t window_end(const search *s, const char *text, size_t len) {
     return len - keep;
 }
 
-/* Search the open file fd, WINDOW bytes at a time. */
-static void search_file(search *s, int fd, const char *path) {
+/* Search the file at `path`, whose first window (`len` bytes at `text`, described by
+ * `first`) is in memory; the rest is read WINDOW bytes at a time. */
+static void search_file(search *s, const char *path, const char *text, size_t len,
+                        const tch_fs_info *first) {
     size_t out_len = s->out->len;
     long long hits = s->hits, line = 1;
-    unsigned long long total = 0;
-    size_t carry = 0;
-    int skip = 0;
+    unsigned long long total = len;
+    uint32_t nlink = first->nlink;
+    int skip = 0, eof = first->complete;
     s->files++;
+    if (has_nul(text, len < 8192 ? len : 8192)) return; /* binary */
     for (;;) {
-        size_t room = WINDOW - carry;
-        ssize_t n = read(fd, s->data.data + carry, room);
-        if (n < 0) {
-            note_unreadable(&s->unreadable, errno, path);
-            return;
-        }
-        size_t len = carry + (size_t)n;
-        /* A short read of a regular file is its end: saves the second, empty read. */
-        int eof = (size_t)n < room;
-        if (total == 0 && memchr(s->data.data, '\0', len < 8192 ? len : 8192)) return; /* binary */
-        total += (unsigned long long)n;
-        size_t upto = eof ? len : window_end(s, s->data.data, len);
-        scan(s, path, s->data.data, len, upto, &line, &skip);
+        size_t upto = eof ? len : window_end(s, text, len);
+        scan(s, path, text, len, upto, eof, &line, &skip);
         if (eof || s->hits >= s->max) break;
         if (total >= FILE_CAP) {
             note(&s->partial, path);
             break;
         }
-        carry = len - upto;
-        memmove(s->data.data, s->data.data + upto, carry);
+        size_t carry = len - upto;
+        memmove(s->data.data, text + upto, carry);
+        size_t room = WINDOW - carry;
+        tch_fs_info info;
+        int32_t n = toolcage_fs_read(path, (int32_t)strlen(path), (int64_t)total,
+                                     s->data.data + carry, (int32_t)room, &info);
+        if (n < 0) {
+            note_unreadable(&s->unreadable, tch_fs_errno(n), path);
+            return;
+        }
+        if (info.nlink > nlink) nlink = info.nlink;
+        text = s->data.data;
+        len = carry + (size_t)n;
+        total += (unsigned long long)n;
+        eof = info.complete || n == 0;
     }
     if (s->hits == hits) return;
     /* A hard-linked file may be the same file as one outside the mounts (the path policy
-     * refuses one named directly), so its hits are dropped. Checked only for files with
-     * hits: a stat of every file would cost a host trip per file. */
-    __wasi_filestat_t st;
-    if (__wasi_fd_filestat_get((__wasi_fd_t)fd, &st) != 0 || st.nlink > 1) {
+     * refuses one named directly), so its hits are dropped. */
+    if (nlink > 1) {
         s->out->len = out_len;
         s->hits = hits;
         note(&s->hard_linked, path);
     }
 }
 
-/* path_open without wasi-libc's openat, which first asks fd_fdstat_get for the directory's
- * rights: one host trip less per file. Symbolic links are not followed. The descriptor, or
- * minus the errno value. */
-static int open_entry(int dirfd, const char *name, int dir) {
-    const __wasi_rights_t rights = __WASI_RIGHTS_FD_READ | __WASI_RIGHTS_FD_READDIR |
-                                   __WASI_RIGHTS_PATH_OPEN | __WASI_RIGHTS_FD_FILESTAT_GET;
-    __wasi_fd_t fd;
-    __wasi_errno_t err = __wasi_path_open((__wasi_fd_t)dirfd, 0, name,
-                                          dir ? __WASI_OFLAGS_DIRECTORY : 0, rights,
-                                          dir ? rights : 0, 0, &fd);
-    return err ? -(int)err : (int)fd;
+/* Set `path` to the directory's path (its first `base` bytes), '/' and `name`. */
+static void set_entry(tc_buf *path, size_t base, const char *name, size_t n) {
+    path->len = base;
+    tc_buf_putc(path, '/');
+    tc_buf_put(path, name, n);
 }
 
-static void walk(search *s, int dirfd, tc_buf *path) {
-    uint8_t *buf = malloc(DIRBUF);
-    if (!buf) abort();
-    __wasi_dircookie_t cookie = 0;
-    size_t base = path->len;
-    for (;;) {
-        __wasi_size_t used = 0;
-        __wasi_errno_t err;
-        /* The host reads each listed entry's metadata: one removed meanwhile (another
-         * call's temporary file) fails the batch with ENOENT, and a second read succeeds. */
-        int attempts = 64;
-        do err = __wasi_fd_readdir(dirfd, buf, DIRBUF, cookie, &used);
-        while (err == __WASI_ERRNO_NOENT && --attempts > 0);
-        if (err) {
-            note_unreadable(&s->unreadable, err, path->data ? path->data : "");
-            break;
+/* Search the files named in `names` (each followed by a NUL) of directory handle `dir`. */
+static void search_files(search *s, int32_t dir, tc_buf *path, const tc_buf *names) {
+    size_t base = path->len, done = 0;
+    while (done < names->len && s->hits < s->max) {
+        int32_t used = toolcage_fs_read_many(dir, names->data + done, (int32_t)(names->len - done),
+                                             WINDOW, s->batch, BATCH);
+        if (used < 0) {
+            path->len = base;
+            note_unreadable(&s->unreadable, tch_fs_errno(used), tc_buf_cstr(path));
+            return;
         }
         size_t off = 0;
-        int more = used == DIRBUF;
-        while (off + sizeof(__wasi_dirent_t) <= used && s->hits < s->max) {
-            __wasi_dirent_t ent;
-            memcpy(&ent, buf + off, sizeof ent);
-            size_t need = sizeof ent + ent.d_namlen;
-            if (off + need > used) break; /* cut off: fetch again from this cookie */
-            char *name = (char *)buf + off + sizeof ent;
-            char saved = name[ent.d_namlen];
-            name[ent.d_namlen] = '\0';
-            off += need;
-            cookie = ent.d_next;
-            int is_dot = strcmp(name, ".") == 0 || strcmp(name, "..") == 0;
-            if (!is_dot && (ent.d_type == __WASI_FILETYPE_DIRECTORY ||
-                            ent.d_type == __WASI_FILETYPE_REGULAR_FILE)) {
-                int dir = ent.d_type == __WASI_FILETYPE_DIRECTORY;
-                if (dir || !s->glob || fnmatch(s->glob, name, 0) == 0) {
-                    path->len = base;
-                    tc_buf_putc(path, '/');
-                    tc_buf_put(path, name, ent.d_namlen);
-                    int fd = open_entry(dirfd, name, dir);
-                    if (fd < 0) {
-                        note_unreadable(&s->unreadable, -fd, path->data);
-                    } else {
-                        if (dir) walk(s, fd, path);
-                        else search_file(s, fd, path->data);
-                        (void)__wasi_fd_close((__wasi_fd_t)fd);
-                    }
-                }
-            }
-            name[ent.d_namlen] = saved;
+        while (off + sizeof(tch_fs_record) <= (size_t)used && done < names->len) {
+            tch_fs_record rec;
+            memcpy(&rec, s->batch + off, sizeof rec);
+            const char *name = names->data + done;
+            size_t n = strlen(name);
+            done += n + 1;
+            set_entry(path, base, name, n);
+            if (rec.err) note_unreadable(&s->unreadable, (int)rec.err, path->data);
+            else if (s->hits < s->max)
+                search_file(s, path->data, s->batch + off + sizeof rec, rec.len, &rec.info);
+            off += sizeof rec + rec.len;
         }
-        if (!more || s->hits >= s->max) break;
+        if (used == 0) break; /* no progress: cannot happen with BATCH >= a record */
     }
     path->len = base;
+    path->data[base] = '\0';
+}
+
+static void walk(search *s, int32_t dir, tc_buf *path) {
+    tc_buf list = {0}, files = {0}, dirs = {0};
+    size_t base = path->len;
+    int err = tch_fs_list(dir, 0, &list);
+    if (err) {
+        note_unreadable(&s->unreadable, err, tc_buf_cstr(path));
+        goto done;
+    }
+    /* The regular files that pass the glob, and the subdirectories, each name + NUL. */
+    for (size_t off = 0; off + TCH_FS_ENTRY_SIZE <= list.len;) {
+        uint16_t n;
+        memcpy(&n, list.data + off + 8, sizeof n);
+        uint8_t type = (uint8_t)list.data[off + 10];
+        char *name = list.data + off + TCH_FS_ENTRY_SIZE;
+        off += TCH_FS_ENTRY_SIZE + n;
+        if (off > list.len) break;
+        char saved = name[n];
+        name[n] = '\0';
+        if (type == TCH_FS_DIR) tc_buf_put(&dirs, name, (size_t)n + 1);
+        else if (type == TCH_FS_FILE && (!s->glob || fnmatch(s->glob, name, 0) == 0))
+            tc_buf_put(&files, name, (size_t)n + 1);
+        name[n] = saved;
+    }
+    if (files.len) search_files(s, dir, path, &files);
+    for (size_t off = 0; off < dirs.len && s->hits < s->max;) {
+        const char *name = dirs.data + off;
+        size_t n = strlen(name);
+        off += n + 1;
+        set_entry(path, base, name, n);
+        int32_t sub = toolcage_fs_opendir_at(dir, name, (int32_t)n);
+        if (sub < 0) {
+            note_unreadable(&s->unreadable, tch_fs_errno(sub), path->data);
+            continue;
+        }
+        walk(s, sub, path);
+        toolcage_fs_close(sub);
+    }
+done:
+    path->len = base;
     if (path->data) path->data[base] = '\0';
-    free(buf);
+    tc_buf_free(&list);
+    tc_buf_free(&files);
+    tc_buf_free(&dirs);
 }
 
 static const char *run(const char *args, tc_buf *out) {
@@ -311,6 +366,8 @@ static const char *run(const char *args, tc_buf *out) {
     s.data.data = malloc(WINDOW + 1);
     if (!s.data.data) abort();
     s.data.cap = WINDOW + 1;
+    s.batch = malloc(BATCH);
+    if (!s.batch) abort();
     if (mode && strcmp(mode, "wildcard") == 0) {
         s.wild = malloc(qlen + 3);
         s.wild[0] = '*';
@@ -323,21 +380,25 @@ static const char *run(const char *args, tc_buf *out) {
         free(bad);
         goto done;
     }
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        error = tc_fail_errno(out, errno, TC_READING, "cannot search", path);
-        goto done;
-    }
-    struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    int32_t dir = toolcage_fs_opendir(path, (int32_t)strlen(path));
+    if (dir >= 0) {
         size_t n = strlen(path);
         while (n > 1 && path[n - 1] == '/') n--;
         tc_buf_put(&where, path, n);
-        walk(&s, fd, &where);
+        walk(&s, dir, &where);
+        toolcage_fs_close(dir);
+    } else if (tch_fs_errno(dir) == ENOTDIR) {
+        tch_fs_info info;
+        int32_t n = toolcage_fs_read(path, (int32_t)strlen(path), 0, s.data.data, WINDOW, &info);
+        if (n < 0) {
+            error = tc_fail_errno(out, tch_fs_errno(n), TC_READING, "cannot search", path);
+            goto done;
+        }
+        search_file(&s, path, s.data.data, (size_t)n, &info);
     } else {
-        search_file(&s, fd, path);
+        error = tc_fail_errno(out, tch_fs_errno(dir), TC_READING, "cannot search", path);
+        goto done;
     }
-    close(fd);
     if (s.hits == 0) {
         char *shown = tc_name(path);
         tc_buf_printf(out, "no matches in %lld files under %s\n", s.files, shown);
@@ -358,6 +419,7 @@ done:
     tc_buf_free(&s.hard_linked.names);
     tc_buf_free(&s.unreadable.names);
     tc_buf_free(&where);
+    free(s.batch);
     free(s.wild);
     free(path);
     free(query);
