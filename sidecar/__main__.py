@@ -58,7 +58,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         server = _server(
             config, base_dir, Path(args.socket), args.allow_uid, args.unsafe_skip_policy
         )
-        anyio.run(_serve, server, args.exit_with_stdin)
+        try:
+            anyio.run(_serve, server, args.exit_with_stdin)
+        finally:
+            server.service.sandbox.close()
     except (StartupError, ConfigError, SocketSetupError) as exc:
         print(f"toolcage sidecar: error: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -12,20 +12,18 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 import anyio
-from anyio.abc import ByteReceiveStream, Process
 
+from ._child import Child, spawn_child
+from ._report import REPORT_BYTES, Report, parse_report
 from ._sandbox import Spawn
 
 DRAIN_SECONDS = 2.0
 """How long output is still read after the command ended or was killed."""
-REPORT_BYTES = 256 * 1024
-"""A larger report (cwd and environment) is ignored."""
 
 
 class Sink(Protocol):
@@ -33,66 +31,43 @@ class Sink(Protocol):
 
 
 @dataclass
-class Report:
-    """What the command's shell reported at its end."""
-
-    cwd: str | None = None
-    env: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
 class Running:
     """A started command: its process and the read end of its report pipe."""
 
-    process: Process
+    process: Child
     report_fd: int
     started: float
     kill_leftovers: bool
     """Kill the group after a normal exit too (on the host, where no namespace ends)."""
 
 
-async def start(spawn: Spawn, report_fd: int, *, kill_leftovers: bool) -> Running:
+def start(spawn: Spawn, report_fd: int, *, kill_leftovers: bool) -> Running:
     """Start ``spawn``; the caller passes the report pipe's read end and owns it."""
     try:
-        for fd, content in spawn.data:
-            os.write(fd, content)  # small files: they fit in the pipe before bwrap reads them
-        for fd, _ in spawn.data:
-            os.close(fd)
-        spawn.data.clear()
-        process = await anyio.open_process(
-            spawn.argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=spawn.env,
-            cwd=spawn.cwd,
-            start_new_session=True,
-            pass_fds=spawn.pass_fds,
-            user=spawn.user,
-            group=spawn.group,
-            extra_groups=[] if spawn.user is not None else None,
-        )
+        process = spawn_child(spawn)
     finally:
-        for fd, _ in spawn.data:
-            with contextlib.suppress(OSError):
-                os.close(fd)
         for fd in spawn.pass_fds:
             os.close(fd)
     return Running(process, report_fd, time.monotonic(), kill_leftovers)
 
 
-def kill_group(process: Process) -> None:
+def kill_group(process: Child) -> None:
     """SIGKILL the process group led by ``process`` (while it is not yet reaped)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
 
 
-async def pump(stream: ByteReceiveStream | None, sink: Sink) -> None:
-    if stream is None:
-        return
-    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-        async for chunk in stream:
-            sink.feed(chunk)
+async def pump(fd: int, sink: Sink) -> None:
+    """Feed what the pipe ``fd`` carries to ``sink`` until end of file."""
+    while True:
+        await anyio.wait_readable(fd)
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            continue
+        if not chunk:
+            return
+        sink.feed(chunk)
 
 
 async def read_report(fd: int, into: bytearray) -> None:
@@ -149,34 +124,8 @@ async def finish(running: Running) -> None:
         kill_group(process)
     with anyio.move_on_after(10):
         await process.wait()
-    with contextlib.suppress(OSError):
-        await process.aclose()
+    if process.returncode is not None:
+        process.close()
     if running.report_fd >= 0:
         os.close(running.report_fd)
         running.report_fd = -1
-
-
-def parse_report(data: bytes) -> Report | None:
-    """``cwd\\0PATH\\0`` then ``env\\0NAME\\0VALUE\\0`` entries; ``None`` if absent or odd."""
-    if not data or len(data) > REPORT_BYTES:
-        return None
-    fields = data.split(b"\0")
-    if fields[-1] != b"":
-        return None
-    fields.pop()
-    report = Report()
-    i = 0
-    try:
-        while i < len(fields):
-            tag = fields[i]
-            if tag == b"cwd" and i + 1 < len(fields):
-                report.cwd = fields[i + 1].decode("utf-8")
-                i += 2
-            elif tag == b"env" and i + 2 < len(fields):
-                report.env[fields[i + 1].decode("utf-8")] = fields[i + 2].decode("utf-8")
-                i += 3
-            else:
-                return None
-    except UnicodeDecodeError:
-        return None
-    return report

@@ -185,7 +185,7 @@ class ShellService:
             os.close(write_fd)
             raise
         try:
-            return await start(spawn, read_fd, kill_leftovers=self.kill_leftovers)
+            return start(spawn, read_fd, kill_leftovers=self.kill_leftovers)
         except BaseException:
             os.close(read_fd)
             raise

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path, PurePosixPath
 
 import pytest
 from toolcage.policies import ShellLimits
 from toolcage.sidecar._output import HeadTail, Ring
-from toolcage.sidecar._process import parse_report
-from toolcage.sidecar._sandbox import GIT_GUARD, BubblewrapSandbox, UnsafeHostShell, prelude
+from toolcage.sidecar._report import parse_report
+from toolcage.sidecar._sandbox import (
+    _ETC as ETC_COPIED,
+)
+from toolcage.sidecar._sandbox import (
+    BASH,
+    GIT_GUARD,
+    BubblewrapSandbox,
+    UnsafeHostShell,
+    prelude,
+)
 from toolcage.sidecar._service import ServiceError, ShellService
 
 
@@ -72,13 +82,66 @@ class TestRing:
 
 class TestReport:
     def test_cwd_and_environment(self) -> None:
-        report = parse_report(b"cwd\0/workspace/a\0env\0A\0x\0env\0B\0multi\nline\0")
+        report = parse_report(
+            b'cwd\0/workspace/a\0declare -x A="x \\"y\\" \\$z"\n'
+            b"declare -x B=$'multi\\nline\\t\\303\\251\\E'\ndeclare -x UNSET\n"
+            b'declare -ax ARRAY=([0]="1" [1]=$\'x\\ny\')\ndeclare -Ax MAP=(["a ]b"]="1" [c]="2" )\n'
+            b'declare -rx READONLY="r"\nexport POSIX="p"\n'
+        )
         assert report is not None
         assert report.cwd == "/workspace/a"
-        assert report.env == {"A": "x", "B": "multi\nline"}
+        assert report.env == {
+            "A": 'x "y" $z',
+            "B": "multi\nline\t\u00e9\x1b",
+            "READONLY": "r",
+            "POSIX": "p",
+        }
+
+    def test_what_bash_reports_reads_back_exactly(self, tmp_path: Path) -> None:
+        values = {
+            "PLAIN": "hello there",
+            "QUOTES": "say \"hi\" 'there' \\ $HOME `date` ${x}",
+            "NEWLINES": "a\nb\n\n",
+            "CONTROL": "\x01\x07\x1b[0m\x7f\t\r",
+            "UNICODE": "\u00e9\u00fc \u2603 \U0001f600",
+            "EMPTY": "",
+            "TRAILING_BACKSLASH": "x\\",
+            "LOOKS_LIKE_A_LINE": 'v\ndeclare -x EVIL="1"',
+        }
+        for lang in ("C.UTF-8", "C"):
+            script = f"exec 3>&1; {prelude(ShellLimits(), root=str(tmp_path), report_fd=3)}"
+            command = "export " + " ".join(f'{name}="${{_{name}}}"' for name in values)
+            command += """; declare -ax ARR=(1 $'x\\ny'); declare -Ax MAP=(["a ]b"]=1 [c]=2)"""
+            env = {"LANG": lang, "PATH": "/usr/bin:/bin"}
+            done = subprocess.run(
+                [BASH, "--noprofile", "--norc", "-c", script, "t", command, str(tmp_path)],
+                env=env | {f"_{name}": value for name, value in values.items()},
+                capture_output=True,
+                check=True,
+            )
+            report = parse_report(done.stdout)
+            assert report is not None, done.stdout
+            assert report.cwd == str(tmp_path)
+            assert {k: report.env[k] for k in values} == values, lang
+            assert "EVIL" not in report.env
+            assert "ARR" not in report.env
+            assert "MAP" not in report.env
 
     @pytest.mark.parametrize(
-        "data", [b"", b"cwd\0/x", b"bogus\0x\0", b"env\0A\0", b"cwd\0\xff\0", b"x" * (300 * 1024)]
+        "data",
+        [
+            b"",
+            b"cwd\0/x",
+            b"bogus\0x\0",
+            b"env\0A\0",
+            b"cwd\0\xff\0",
+            b"cwd\0/x\0declare -x A=unquoted\n",
+            b'cwd\0/x\0declare -x A="open\n',
+            b"cwd\0/x\0declare -x A=$'open\n",
+            b'cwd\0/x\0declare -x A="x" trailing\n',
+            b'cwd\0/x\0declare -x A="\xff"\n',
+            b"cwd\0/x\0" + b"x" * (300 * 1024),
+        ],
     )
     def test_anything_odd_is_ignored(self, data: bytes) -> None:
         assert parse_report(data) is None
@@ -130,16 +193,18 @@ class TestSandboxCommandLine:
         assert argv[-3:] == ["toolcage", "echo hi", "/workspace/sub"]
         assert "echo hi" not in argv[-4]  # the command is an argument, never script text
         assert spawn.user == 65534
-        assert 9 in spawn.pass_fds
-        for fd, _ in spawn.data:
-            os.close(fd)
-        for fd in spawn.pass_fds:
-            if fd != 9:
-                os.close(fd)
+        assert spawn.pass_fds == [9]
+        etc = argv[argv.index("/etc") - 1]
+        assert sorted(os.listdir(etc)) == sorted(
+            ["passwd", "group", *(n for n in os.listdir("/etc") if n in ETC_COPIED)]
+        )
+        sandbox.close()
+        assert not os.path.exists(etc)
 
     def test_network_can_be_shared(self, tmp_path: Path) -> None:
         sandbox = BubblewrapSandbox(tmp_path, ShellLimits(), network=True, run_as=None)
         assert "--unshare-net" not in sandbox._fixed
+        sandbox.close()
 
     def test_the_prelude_applies_every_limit(self) -> None:
         limits = ShellLimits(processes=99, cpu_seconds=7, file_bytes=2048, memory_bytes=2**30)
