@@ -41,8 +41,9 @@ class LimitsConfig(_Section):
     max_argument_bytes: int = Field(1024 * 1024, gt=0)
     """Arguments larger than this (as JSON) are refused before anything else looks at them."""
     guests_on_one_cpu: bool = True
-    """Run WASM guests on one CPU, where their hand-offs to wasmtime's file-operation threads
-    are cheap; false lets parallel CPU-heavy guests spread over every CPU."""
+    """Run WASM guest threads on one CPU, where their hand-offs to wasmtime's WASI
+    file-operation threads are cheap; false lets parallel CPU-heavy guests spread over every
+    CPU."""
 
 
 class OutputStoreConfig(_Section):

@@ -184,17 +184,12 @@ def run() -> list[str]:
         f"(best of {len(rates)}; target: >= 3,000)"
     )
     root = _tree()
-    spread = root / "toolcage-spread.toml"
-    spread.write_text(CONFIG + "[limits]\nguests_on_one_cpu = false\n")
     wasm, hits = anyio.run(_file_search, root / "toolcage.toml")
-    wasm_spread, _ = anyio.run(_file_search, spread)
     grep = _grep(root)
     files = TREE_DIRS * TREE_FILES
     lines += [
         f"file_search over {files:,} files / {files * FILE_BYTES / 1e6:.0f} MB ({hits} hits): "
         f"{ms(wasm)} vs grep -rF {ms(grep)} = {wasm / grep:.2f}x (target: <= 3x)",
-        f"  with guests_on_one_cpu = false: {ms(wasm_spread)} = {wasm_spread / grep:.2f}x "
-        f"(one CPU buys {wasm_spread / wasm:.2f}x)",
     ]
     return lines
 
