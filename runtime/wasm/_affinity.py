@@ -18,8 +18,6 @@ CPU-heavy and parallel can turn it off (``[limits] guests_on_one_cpu = false``).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 
 class GuestCpu:
@@ -34,16 +32,3 @@ class GuestCpu:
         """Keep the calling thread on :attr:`cpu` from now on (nothing if there is none)."""
         if self.cpu is not None:
             os.sched_setaffinity(0, {self.cpu})
-
-    @contextmanager
-    def pinned(self) -> Iterator[None]:
-        """Run the body with the calling thread on :attr:`cpu`, then restore its CPU set."""
-        if self.cpu is None:
-            yield
-            return
-        before = os.sched_getaffinity(0)
-        os.sched_setaffinity(0, {self.cpu})
-        try:
-            yield
-        finally:
-            os.sched_setaffinity(0, before)

@@ -207,7 +207,7 @@ class WasmToolRunner:
         control = CallControl(deadline)
         self._enter(name, control)
         try:
-            with self.engine.guest_cpu.pinned(), self.engine.slot():
+            with self.engine.slot():
                 run = self._run_sync(prepared, arguments, mounts, limits, control, state)
         finally:
             self.engine.leave(control)
