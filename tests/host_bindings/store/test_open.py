@@ -25,6 +25,16 @@ class TestEmbeddedUrls:
         assert store.url == "sqlite:.toolcage/state.db"
         assert (tmp_path / ".toolcage/state.db").is_file()
 
+    def test_the_database_and_its_wal_are_readable_by_their_owner_only(
+        self, tmp_path: Path
+    ) -> None:
+        store = open_store("sqlite:state.db", base_dir=tmp_path)
+        store.save_note("alice", "note-1", ["a private note"], None, [], None)
+        modes = {p.name: p.stat().st_mode & 0o777 for p in tmp_path.glob("state.db*")}
+        store.close()
+        assert "state.db-wal" in modes
+        assert set(modes.values()) == {0o600}, modes
+
     def test_an_absolute_path_is_used_as_is(self, tmp_path: Path) -> None:
         path = tmp_path / "elsewhere" / "db.sqlite"
         store = open_store(f"sqlite://{path}", base_dir=tmp_path / "unused")
