@@ -10,8 +10,13 @@ from ._fs import FsBinding
 from ._grants import HostBindings, UnknownCapability
 from ._http import HttpBinding
 from ._http_client import EgressClient, HttpFailure, HttpResponse
+from ._notes import MemoryBinding
 from ._progress import LogBinding, ProgressBinding
+from ._scratchpad import ScratchpadBinding
 from ._search import SearchBinding
+from ._state import StateServices
+from ._store import StoreError
+from ._vault import VaultBinding
 
 __all__ = [
     "ABI_VERSION",
@@ -27,9 +32,14 @@ __all__ = [
     "HttpFailure",
     "HttpResponse",
     "LogBinding",
+    "MemoryBinding",
     "ProgressBinding",
+    "ScratchpadBinding",
     "SearchBinding",
+    "StateServices",
+    "StoreError",
     "UnknownCapability",
+    "VaultBinding",
     "current_call",
     "host_timezone",
     "module_name",

@@ -10,6 +10,12 @@ to v1 and a guest built against v1 keeps linking::
                             result(buf_ptr i32, buf_len i32)           -> i32  bytes copied
     toolcage_search_v1      query(req_ptr i32, req_len i32)            -> i32  result length
                             result(buf_ptr i32, buf_len i32)           -> i32  bytes copied
+    toolcage_memory_v1      save|update|delete|search(req_ptr, req_len) -> i32  result length
+                            result(buf_ptr i32, buf_len i32)           -> i32  bytes copied
+    toolcage_scratchpad_v1  read|write|clear(req_ptr, req_len)         -> i32  result length
+                            result(buf_ptr i32, buf_len i32)           -> i32  bytes copied
+    toolcage_vault_v1       copy(req_ptr i32, req_len i32)             -> i32  result length
+                            result(buf_ptr i32, buf_len i32)           -> i32  bytes copied
     toolcage_progress_v1    report(msg_ptr i32, msg_len i32, frac f64) -> i32  0
     toolcage_log_v1         write(level i32, msg_ptr i32, msg_len i32) -> i32  0
     toolcage_fs_v1          read, stat, opendir, opendir_at, list, read_many, close:

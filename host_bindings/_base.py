@@ -70,6 +70,12 @@ class CallState:
     """The mounts granted to this call (for its tool and tier): all the ``fs`` binding reaches."""
     resources: CallResources = field(default_factory=CallResources)
     """What host functions opened for this call."""
+    user_id: str = "local"
+    """The end user the call acts for: the only user whose state the state bindings reach."""
+    session_id: str = "default"
+    """The conversation: the only scratchpad the scratchpad binding reaches."""
+    agent_id: str = "default"
+    """The agent profile making the call (vault grants are per agent)."""
 
     def release(self) -> None:
         """Close what host functions opened for the call; only once its guest has ended."""

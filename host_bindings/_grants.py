@@ -17,8 +17,12 @@ from ._base import HostBinding
 from ._clock import ClockBinding
 from ._fs import FsBinding, RawDefiner, define_with_caller
 from ._http import HttpBinding
+from ._notes import MemoryBinding
 from ._progress import LogBinding, ProgressBinding
+from ._scratchpad import ScratchpadBinding
 from ._search import SearchBinding
+from ._state import StateServices
+from ._vault import VaultBinding
 
 
 class UnknownCapability(ValueError):
@@ -39,10 +43,15 @@ class HostBindings:
 
     @classmethod
     def from_config(
-        cls, config: ToolcageConfig, *, define_raw: RawDefiner = define_with_caller
+        cls,
+        config: ToolcageConfig,
+        *,
+        define_raw: RawDefiner = define_with_caller,
+        state: StateServices | None = None,
     ) -> HostBindings:
         """The standard bindings under ``config``; ``define_raw`` defines the ``fs`` imports
-        (see :class:`FsBinding`)."""
+        (see :class:`FsBinding`). With ``state`` (the runtime's one store), the ``memory``,
+        ``scratchpad`` and ``vault`` bindings share it."""
         policy = EgressPolicy(config.egress)
         standard: list[HostBinding] = [
             HttpBinding.from_policy(policy),
@@ -52,6 +61,8 @@ class HostBindings:
             ProgressBinding(),
             LogBinding(),
         ]
+        if state is not None:
+            standard += [MemoryBinding(state), ScratchpadBinding(state), VaultBinding(state)]
         return cls(standard, policy)
 
     @property

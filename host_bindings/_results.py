@@ -6,7 +6,7 @@ length of its JSON result, which the guest copies out with ``result(buf_ptr, buf
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import wasmtime
@@ -21,13 +21,23 @@ JsonHandler = Callable[[CallState, dict[str, Any]], dict[str, Any]]
 
 def define_json_call(linker: wasmtime.Linker, module: str, name: str, handler: JsonHandler) -> None:
     """Define ``module.NAME`` (an empty request is ``{}``) and ``module.result``."""
+    define_json_calls(linker, module, {name: handler})
+
+
+def define_json_calls(
+    linker: wasmtime.Linker, module: str, handlers: Mapping[str, JsonHandler]
+) -> None:
+    """Define ``module.NAME`` for each of ``handlers`` and the one ``module.result`` they
+    share (a call's pending result is the one of its latest request)."""
     pending = PendingResults()
 
-    @guarded
-    def call(caller: wasmtime.Caller, ptr: int, length: int) -> int:
-        state = call_state()
-        request = parse_request(read_bytes(caller, ptr, length)) if length else {}
-        return pending.put(state, handler(state, request))
+    def answering(handler: JsonHandler) -> Callable[[wasmtime.Caller, int, int], int]:
+        def call(caller: wasmtime.Caller, ptr: int, length: int) -> int:
+            state = call_state()
+            request = parse_request(read_bytes(caller, ptr, length)) if length else {}
+            return pending.put(state, handler(state, request))
+
+        return call
 
     @guarded
     def result(caller: wasmtime.Caller, ptr: int, capacity: int) -> int:
@@ -37,5 +47,8 @@ def define_json_call(linker: wasmtime.Linker, module: str, name: str, handler: J
         return written
 
     signature = wasmtime.FuncType([I32, I32], [I32])
-    linker.define_func(module, name, signature, call, True)
+    for name, handler in handlers.items():
+        call = answering(handler)
+        call.__name__ = name
+        linker.define_func(module, name, signature, guarded(call), True)
     linker.define_func(module, "result", signature, result, True)

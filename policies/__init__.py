@@ -25,6 +25,7 @@ from ._limits import ToolLimits, ToolLimitsTable
 from ._mounts import GrantedMount, MountArea, MountError, MountPolicy, MountsConfig
 from ._paths import PathPolicyViolation, canonical_guest_path
 from ._public import publish
+from ._state import EmbedderConfig, StateConfig, VaultConfig
 from ._truncation import truncation_marker
 from .shell import (
     ShellConfig,
@@ -44,6 +45,7 @@ __all__ = [
     "EgressPolicy",
     "EgressRules",
     "EgressViolation",
+    "EmbedderConfig",
     "GrantedMount",
     "LimitsConfig",
     "LoopLimits",
@@ -60,10 +62,12 @@ __all__ = [
     "ShellPolicyViolation",
     "ShellSyntax",
     "ShellVerdict",
+    "StateConfig",
     "ToolLimits",
     "ToolLimitsTable",
     "ToolOverride",
     "ToolcageConfig",
+    "VaultConfig",
     "WebSearchConfig",
     "blocked_reason",
     "canonical_guest_path",

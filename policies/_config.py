@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._egress import EgressConfig
 from ._mounts import MountsConfig
+from ._state import StateConfig
 from .shell import ShellConfig
 
 
@@ -114,6 +115,7 @@ class ToolcageConfig(_Section):
     shell: ShellConfig = ShellConfig()
     egress: EgressConfig = EgressConfig()
     mounts: MountsConfig = MountsConfig()
+    state: StateConfig = StateConfig()
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Directory that relative paths resolve against (the config file's own directory)."""
 

@@ -10,7 +10,10 @@ refuses it with a :class:`~toolcage.policies.ConfigError` naming each problem's 
   ``[egress.grants]``;
 - every mount's host directory exists and is a directory, unless its area says
   ``create = true``; no two mounts share a host directory or nest one in the other;
-- the shell's workspace, when it exists, is a directory.
+- the shell's workspace, when it exists, is a directory;
+- with ``[state]`` enabled: the vault directory exists and no mount reaches it or the
+  embedded store's file (a guest must never read the vault or other users' notes), and
+  the environment variables the section names for secrets are set.
 
 Nothing is created here: directories an area may create are made on first use.
 """
@@ -26,7 +29,12 @@ from toolcage.policies import ConfigError, ShellMode, ToolcageConfig
 
 def check_config(config: ToolcageConfig, tools: Collection[str]) -> None:
     """Raise :class:`ConfigError` listing every problem (see the module docstring)."""
-    problems = [*_unknown_tools(config, tools), *_mount_problems(config), *_shell_problems(config)]
+    problems = [
+        *_unknown_tools(config, tools),
+        *_mount_problems(config),
+        *_shell_problems(config),
+        *_state_problems(config),
+    ]
     if problems:
         raise ConfigError("; ".join(problems))
 
@@ -78,3 +86,28 @@ def _shell_problems(config: ToolcageConfig) -> Iterator[str]:
     workspace = config.shell.workspace_path(config.base_dir)
     if workspace.exists() and not workspace.is_dir():
         yield f"shell.workspace: {workspace} is not a directory"
+
+
+def _state_problems(config: ToolcageConfig) -> Iterator[str]:
+    state = config.state
+    if not state.enabled:
+        return
+    mounts = [(config.base_dir / area.host).resolve() for area in config.mounts.effective_areas]
+    vault = state.vault.resolved_dir(config.base_dir)
+    if vault is not None:
+        if not vault.is_dir():
+            yield f"state.vault.dir: {vault} is not a directory"
+        for host in mounts:
+            if vault == host or vault.is_relative_to(host) or host.is_relative_to(vault):
+                yield f"state.vault.dir: {vault} overlaps the mounted {host}; guests would see it"
+    path = state.embedded_path(config.base_dir)
+    if path is not None:
+        file = path.resolve()
+        for host in mounts:
+            if file.is_relative_to(host):
+                yield f"state.url: {file} is inside the mounted {host}; guests would read it"
+    for secret in (state.token, state.embedder.key):
+        try:
+            secret()
+        except ValueError as exc:  # it names the key and the variable
+            yield str(exc)

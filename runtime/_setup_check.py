@@ -16,7 +16,10 @@ for a failure what to do about it -- in the order a call would meet them:
     the uid commands run as (``shell.sandbox_uid`` when the sidecar runs as root) can reach
     the workspace and write to it;
 ``egress``
-    the egress rules of every tool resolve, and the search provider is described.
+    the egress rules of every tool resolve, and the search provider is described;
+``state``
+    the state store opens (the embedded one is created) and its schema is current, and the
+    embedder and the vault are described (skipped with ``[state] enabled = false``).
 
 The exit status is 0 only when no check failed.
 """
@@ -33,6 +36,7 @@ from pathlib import Path
 from typing import Literal, TextIO
 
 import anyio
+from toolcage.host_bindings import StateServices, StoreError
 from toolcage.policies import ConfigError, EgressPolicy, ShellMode
 
 from ._errors import ToolError, UsageError
@@ -79,7 +83,7 @@ async def checks(config_path: str | None) -> AsyncIterator[CheckResult]:
         runtime = Runtime.from_config(config_path)
     except (ConfigError, UsageError) as exc:
         yield CheckResult("config", "FAIL", str(exc), "correct the file or the key it names")
-        for name in ("guests", "bubblewrap", "sidecar", "workspace", "egress"):
+        for name in ("guests", "bubblewrap", "sidecar", "workspace", "egress", "state"):
             yield CheckResult(name, "skip", "the config did not load")
         return
     source = config_path or "the built-in default config"
@@ -98,6 +102,7 @@ async def checks(config_path: str | None) -> AsyncIterator[CheckResult]:
             async for result in _sidecar(runtime):
                 yield result
         yield _egress(runtime)
+        yield await anyio.to_thread.run_sync(_state, runtime)
 
 
 def _guests(runtime: Runtime) -> CheckResult:
@@ -232,3 +237,22 @@ def _egress(runtime: Runtime) -> CheckResult:
     search = policy.web_search.endpoint()
     searching = f"web_search via {search}" if search else "no web_search provider"
     return CheckResult("egress", "ok", f"{hosts}; {private}; {searching}")
+
+
+def _state(runtime: Runtime) -> CheckResult:
+    config = runtime.config
+    if not config.state.enabled:
+        return CheckResult(
+            "state", "skip", "[state] enabled = false: no memory, scratchpad or vault"
+        )
+    services = StateServices(config.state, config.base_dir)
+    try:
+        services.store  # noqa: B018 -- opening it is the check
+        embedder = services.embedder
+    except StoreError as exc:
+        return CheckResult("state", "FAIL", str(exc), "correct [state] url, or reach the server")
+    finally:
+        services.close()
+    search = f"hybrid search ({embedder.model})" if embedder else "keyword-only search"
+    vault = f"vault {services.vault_dir}" if services.vault_dir else "no vault"
+    return CheckResult("state", "ok", f"{services.url}; {search}; {vault}")

@@ -1,8 +1,11 @@
 """``make demo``: toolcage's main job on the embedded default config.
 
 A model-like script of tool calls goes through the real pipeline -- WASI-sandboxed file
-tools on the default ``./workspace`` mount, a refused path traversal, the clock, and one
-approved shell command in the sandboxed sidecar -- and every result envelope is printed.
+tools on the default ``./workspace`` mount, a refused path traversal, the clock, one
+approved shell command in the sandboxed sidecar, and the agent's memory (save, search,
+update, delete) and scratchpad in the embedded state store (``./.toolcage/state.db``) --
+and every result envelope is printed. ``$note_id`` in arguments stands for the id of the
+note the script saved last.
 """
 
 from __future__ import annotations
@@ -40,6 +43,27 @@ SCRIPT: list[tuple[str, dict[str, Any], str]] = [
     ("shell_exec", {"command": "pwd && cat demo/hello.md"}, "a shell command, approved"),
     ("shell_exec", {"command": "cat /etc/shadow; curl http://example.com"}, "refused by policy"),
     ("no_such_tool", {}, "an unknown tool"),
+    (
+        "memory_save",
+        {"content": "The user prefers green tea, no sugar.", "tags": [" Preferences ", "drinks"]},
+        "remember a preference (tags trimmed and lowercased)",
+    ),
+    ("memory_search", {"query": "tea", "tags": ["preferences"]}, "find it again"),
+    (
+        "memory_update",
+        {"note_id": "$note_id", "content": "The user now prefers jasmine tea.", "tags": ["drinks"]},
+        "replace it under the same id",
+    ),
+    ("memory_search", {"query": "jasmine"}, "the new text is found"),
+    ("memory_delete", {"note_id": "$note_id"}, "forget it"),
+    ("memory_search", {"query": "tea"}, "nothing left to find"),
+    (
+        "scratchpad_write",
+        {"items": ["read the config", "write the summary"]},
+        "note this session's sub-goals",
+    ),
+    ("scratchpad_read", {}, "read them back"),
+    ("scratchpad_clear", {}, "and clear the pad"),
 ]
 
 
@@ -57,9 +81,13 @@ async def main() -> None:
         for row in runtime.registry.listing():
             summary = row.description.split("\n", 1)[0]
             print(f"  {row.name:<18} {row.safety_tier.value:<14} {summary}")
-        for name, arguments, why in SCRIPT:
+        note_id = ""
+        for name, script_arguments, why in SCRIPT:
+            arguments = {k: note_id if v == "$note_id" else v for k, v in script_arguments.items()}
             print(f"\n-- {why}\n   call {name} {json.dumps(arguments)}")
             result = await runtime.execute(name, arguments)
+            if name == "memory_save" and not result.is_error:
+                note_id = json.loads(result.output_text)["note_id"]
             envelope = json.dumps(result.envelope(), ensure_ascii=False, indent=2)
             print("   " + envelope.replace("\n", "\n   "))
 

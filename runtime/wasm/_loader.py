@@ -4,13 +4,17 @@ The guests share the runtime's one :class:`~toolcage.policies.MountPolicy` (the 
 has it too), and each guest's limits are its entry in the runtime's
 :class:`~toolcage.policies.ToolLimitsTable`, the one the pipeline takes the call's deadline
 and truncation from, with the guest defaults for the caps the operator left unset.
+
+The memory, scratchpad and vault guests share the runtime's one state store
+(:class:`~toolcage.host_bindings.StateServices`), opened on a guest's first use and closed
+with the runtime; with ``[state] enabled = false`` those tools do not exist.
 """
 
 from __future__ import annotations
 
 from contextlib import AsyncExitStack
 
-from toolcage.host_bindings import HostBindings
+from toolcage.host_bindings import HostBindings, StateServices
 from toolcage.policies import MountPolicy, ToolcageConfig, ToolLimits, ToolLimitsTable
 
 from .._threads import run_in_worker
@@ -35,6 +39,8 @@ def wasm_builtins(
     the engine is closed with ``stack`` (its running guests stopped, its reservation
     released)."""
     specs = discover_specs()
+    if not config.state.enabled:
+        specs = [spec for spec in specs if not StateServices.CAPABILITIES.intersection(spec.needs)]
     limits = {
         spec.decl.name: guest_limits(tool_limits.of(spec.decl.name, spec.timeout)) for spec in specs
     }
@@ -50,7 +56,14 @@ def wasm_builtins(
         on_open=on_open,
     )
     runner = WasmToolRunner(engine)
-    bindings = HostBindings.from_config(config, define_raw=define_raw_func)
+    state = None
+    if config.state.enabled:
+        # Like the engine, the store joins the exit stack once it is open.
+        def on_state_open() -> None:
+            stack.push_async_callback(run_in_worker, services.close)
+
+        state = services = StateServices(config.state, config.base_dir, on_open=on_state_open)
+    bindings = HostBindings.from_config(config, define_raw=define_raw_func, state=state)
     tools: list[Tool] = []
     for spec in specs:
         name = spec.decl.name

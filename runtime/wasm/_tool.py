@@ -176,6 +176,9 @@ class WasmTool:
                 progress=lambda message, fraction: _progress(ctx, message, fraction),
                 log=lambda level, message: _log_line(self.name, level, message),
                 mounts=mounts,
+                user_id=ctx.user_id,
+                session_id=ctx.session_id,
+                agent_id=ctx.agent_id,
             )
         try:
             result = await self.runner.run(

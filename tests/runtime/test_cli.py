@@ -377,7 +377,7 @@ def check_lines(done: subprocess.CompletedProcess[str]) -> dict[str, str]:
     return {line.split()[1]: line for line in lines}
 
 
-CHECKS = ["config", "guests", "bubblewrap", "sidecar", "workspace", "egress"]
+CHECKS = ["config", "guests", "bubblewrap", "sidecar", "workspace", "egress", "state"]
 
 
 class TestCheck:

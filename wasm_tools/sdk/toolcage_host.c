@@ -40,6 +40,29 @@ char *tch_search(const char *req, size_t len, int32_t *code) {
     return take(toolcage_search_query(req, (int32_t)len), toolcage_search_result, code);
 }
 
+const char *tch_relay(tch_request_fn request, tch_result_fn result, const char *capability,
+                      const char *args, tc_buf *out) {
+    int32_t code;
+    char *answer = take(request(args, (int32_t)strlen(args)), result, &code);
+    if (!answer) {
+        tc_buf_printf(out, "the %s host call failed (ABI error %d)",
+                      capability, (int)code);
+        return TC_EXECUTION;
+    }
+    int ok = 0;
+    const char *error_type = NULL;
+    if (!tc_json_bool(tc_json_get(answer, "ok"), &ok) || !ok) {
+        error_type = tch_result_error(answer, out);
+    } else {
+        size_t len = 0;
+        char *text = tc_json_str(tc_json_get(answer, "text"), &len);
+        if (text) tc_buf_put(out, text, len);
+        free(text);
+    }
+    free(answer);
+    return error_type;
+}
+
 void tch_progress(const char *msg, double fraction) {
     toolcage_progress_report(msg, (int32_t)strlen(msg), fraction);
 }

@@ -3,7 +3,8 @@
  * capabilities, and small helpers around them.
  *
  * Each capability is one import module (toolcage_fs_v1, toolcage_http_v1, toolcage_clock_v1,
- * toolcage_search_v1, toolcage_progress_v1, toolcage_log_v1). The host links only the
+ * toolcage_search_v1, toolcage_progress_v1, toolcage_log_v1, toolcage_memory_v1,
+ * toolcage_scratchpad_v1, toolcage_vault_v1). The host links only the
  * capabilities a tool is granted -- a tool declares them in its JSON declaration under
  * "needs" -- so a tool that uses an import it was not granted fails to instantiate.
  * Only imports a tool actually calls end up in its module (the linker drops the rest).
@@ -39,6 +40,19 @@ TCH_IMPORT("toolcage_clock_v1", "now") int32_t toolcage_clock_now(const char *re
 TCH_IMPORT("toolcage_clock_v1", "result") int32_t toolcage_clock_result(char *buf, int32_t cap);
 TCH_IMPORT("toolcage_search_v1", "query") int32_t toolcage_search_query(const char *req, int32_t len);
 TCH_IMPORT("toolcage_search_v1", "result") int32_t toolcage_search_result(char *buf, int32_t cap);
+/* The state store: the call's user's notes, the call's session's scratchpad, and the vault.
+ * Requests are the tool's arguments; results carry the tool's output in "text". */
+TCH_IMPORT("toolcage_memory_v1", "save") int32_t toolcage_memory_save(const char *req, int32_t len);
+TCH_IMPORT("toolcage_memory_v1", "update") int32_t toolcage_memory_update(const char *req, int32_t len);
+TCH_IMPORT("toolcage_memory_v1", "delete") int32_t toolcage_memory_delete(const char *req, int32_t len);
+TCH_IMPORT("toolcage_memory_v1", "search") int32_t toolcage_memory_search(const char *req, int32_t len);
+TCH_IMPORT("toolcage_memory_v1", "result") int32_t toolcage_memory_result(char *buf, int32_t cap);
+TCH_IMPORT("toolcage_scratchpad_v1", "read") int32_t toolcage_scratchpad_read(const char *req, int32_t len);
+TCH_IMPORT("toolcage_scratchpad_v1", "write") int32_t toolcage_scratchpad_write(const char *req, int32_t len);
+TCH_IMPORT("toolcage_scratchpad_v1", "clear") int32_t toolcage_scratchpad_clear(const char *req, int32_t len);
+TCH_IMPORT("toolcage_scratchpad_v1", "result") int32_t toolcage_scratchpad_result(char *buf, int32_t cap);
+TCH_IMPORT("toolcage_vault_v1", "copy") int32_t toolcage_vault_copy(const char *req, int32_t len);
+TCH_IMPORT("toolcage_vault_v1", "result") int32_t toolcage_vault_result(char *buf, int32_t cap);
 TCH_IMPORT("toolcage_progress_v1", "report")
 int32_t toolcage_progress_report(const char *msg, int32_t len, double fraction);
 TCH_IMPORT("toolcage_log_v1", "write") int32_t toolcage_log_write(int32_t level, const char *msg, int32_t len);
@@ -96,6 +110,17 @@ int tch_fs_list(int32_t dir, int sizes, tc_buf *into);
 char *tch_http(const char *req, size_t len, int32_t *code);
 char *tch_clock(const char *req, size_t len, int32_t *code);
 char *tch_search(const char *req, size_t len, int32_t *code);
+/*
+ * A tool that is one host request: send the tool's arguments `args` as the request of
+ * `request`, fetch the result with `result`, and put its "text" in `out` (the run
+ * function's contract of toolcage.h: NULL on success, else the error_type, with the message
+ * in `out`). `capability` names the capability in the message of an ABI error.
+ */
+typedef int32_t (*tch_request_fn)(const char *req, int32_t len);
+typedef int32_t (*tch_result_fn)(char *buf, int32_t cap);
+const char *tch_relay(tch_request_fn request, tch_result_fn result, const char *capability,
+                      const char *args, tc_buf *out);
+
 /* Progress (fraction < 0: unknown) and log lines (0 debug .. 3 error). */
 void tch_progress(const char *msg, double fraction);
 void tch_log(int level, const char *msg);

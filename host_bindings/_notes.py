@@ -1,0 +1,174 @@
+"""The ``memory`` binding: a user's notes, saved, replaced, deleted and searched.
+
+Every request reaches only the notes of the call's ``user_id`` (from its
+:class:`CallState`, never from the guest), so another user's note id is an unknown id.
+Requests are the tools' arguments::
+
+    save    {"content": "...", "tags": ["food"]}
+    update  {"note_id": "note-...", "content": "...", "tags": [...]}
+    delete  {"note_id": "note-..."}
+    search  {"query": "...", "top_k": 5, "tags": [...], "include_conversation": false}
+
+and each result is ``{"ok": true, "text": ...}`` with the tool's output: a JSON object for
+``save``/``update``/``delete``, a JSON array of ``{text, source, score, note_id, tags,
+created_at, updated_at}`` for ``search`` (with a second line saying so when the search was
+keyword-only), or ``{"ok": false, ...}`` with a ``validation_error`` a model can act on, or
+an ``execution_error`` when the store or the embedder failed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import wasmtime
+
+from ._abi import module_name, ok
+from ._base import CallState
+from ._note_text import (
+    chunks_of,
+    content_of,
+    looks_like_note_id,
+    new_note_id,
+    note_id_of,
+    tags_of,
+)
+from ._results import define_json_calls
+from ._state import InvalidRequest, StateServices, answering
+
+MAX_TOP_K = 20
+KEYWORD_ONLY = (
+    "keyword-only search: no embedder is configured ([state.embedder] kind), so only notes "
+    "sharing words with the query were found"
+)
+
+
+def _unknown(note_id: str) -> InvalidRequest:
+    return InvalidRequest(
+        f"no note {note_id!r}: it does not exist or was deleted (memory_search lists note ids)"
+    )
+
+
+class MemoryBinding:
+    """Capability ``memory``: ``toolcage_memory_v1.save``/``update``/``delete``/``search``."""
+
+    name = "memory"
+
+    def __init__(self, services: StateServices) -> None:
+        self._services = services
+
+    def define(self, linker: wasmtime.Linker) -> None:
+        define_json_calls(
+            linker,
+            module_name(self.name),
+            {
+                "save": answering(self.save),
+                "update": answering(self.update),
+                "delete": answering(self.delete),
+                "search": answering(self.search),
+            },
+        )
+
+    def save(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
+        """Save a new note of the call's user."""
+        content, tags = content_of(request.get("content")), tags_of(request.get("tags"))
+        chunks, vectors, model = self._embedded(content, state.deadline)
+        note_id = new_note_id()
+        record = self._services.store.save_note(
+            state.user_id, note_id, chunks, vectors, tags, model
+        )
+        return _text(
+            {
+                "note_id": record.note_id,
+                "message": f"saved note {record.note_id}{_described(record.chunk_count, tags)}",
+            }
+        )
+
+    def update(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
+        """Replace a note of the call's user under the same id."""
+        note_id = note_id_of(request.get("note_id"))
+        content, tags = content_of(request.get("content")), tags_of(request.get("tags"))
+        if not looks_like_note_id(note_id):
+            raise _unknown(note_id)
+        chunks, vectors, model = self._embedded(content, state.deadline)
+        record = self._services.store.replace_note(
+            state.user_id, note_id, chunks, vectors, tags, model
+        )
+        if record is None:
+            raise _unknown(note_id)
+        return _text(
+            {
+                "note_id": record.note_id,
+                "message": f"updated note {record.note_id}{_described(record.chunk_count, tags)}",
+            }
+        )
+
+    def delete(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
+        """Delete a note of the call's user."""
+        note_id = note_id_of(request.get("note_id"))
+        if not looks_like_note_id(note_id) or not self._services.store.delete_note(
+            state.user_id, note_id
+        ):
+            raise _unknown(note_id)
+        return _text({"note_id": note_id, "deleted": True, "message": f"deleted note {note_id}"})
+
+    def search(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
+        """The call's user's notes best matching a query, as the tool's JSON array."""
+        query = request.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidRequest("query is empty; say what to look for")
+        top_k = request.get("top_k", 5)
+        if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= MAX_TOP_K:
+            raise InvalidRequest(f"top_k must be a whole number from 1 to {MAX_TOP_K}")
+        if not isinstance(request.get("include_conversation", False), bool):
+            raise InvalidRequest("include_conversation must be true or false")
+        tags = tags_of(request.get("tags"))
+        embedder = self._services.embedder
+        vector = None if embedder is None else embedder.embed([query], state.deadline)[0]
+        config = self._services.config
+        hits = self._services.store.search_notes(
+            state.user_id,
+            query,
+            vector,
+            top_k=top_k,
+            tags=tags,
+            vector_weight=config.vector_weight,
+            fts_weight=config.fts_weight,
+            model=None if embedder is None else embedder.model,
+        )
+        found = [
+            {
+                "text": hit.text,
+                "source": "note",
+                "score": round(hit.score, 6),
+                "note_id": hit.note_id,
+                "tags": list(hit.tags),
+                "created_at": hit.created_at,
+                "updated_at": hit.updated_at,
+            }
+            for hit in hits
+        ]
+        text = json.dumps(found, ensure_ascii=False)
+        return ok(text=text if embedder is not None else f"{text}\n{KEYWORD_ONLY}")
+
+    def _embedded(
+        self, content: str, deadline: float
+    ) -> tuple[list[str], list[list[float]] | None, str | None]:
+        """The chunks of ``content``, their vectors and the embedder's model (or none)."""
+        chunks = chunks_of(content, self._services.config.chunk_chars)
+        embedder = self._services.embedder
+        if embedder is None:
+            return chunks, None, None
+        return chunks, embedder.embed(chunks, deadline), embedder.model
+
+
+def _described(chunks: int, tags: Sequence[str]) -> str:
+    parts = [f"{chunks} chunks"] if chunks > 1 else []
+    if tags:
+        parts.append("tags: " + ", ".join(tags))
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _text(result: dict[str, Any]) -> dict[str, Any]:
+    return ok(text=json.dumps(result, ensure_ascii=False))

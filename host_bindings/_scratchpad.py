@@ -1,0 +1,105 @@
+"""The ``scratchpad`` binding: one list of short items per session, replaced whole.
+
+The pad is the call's own: its ``user_id`` and ``session_id`` come from the call's
+:class:`CallState`, never from the guest, so nothing of another session or user is
+reachable. Results are ``{"ok": true, "text": ...}`` with the tool's JSON output::
+
+    read   {}                          -> {"session_id", "items", "updated_at", "item_count"}
+    write  {"items": ["...", ...]}     -> {"updated": true, "item_count", "message"}
+    clear  {}                          -> {"cleared", "message"}
+
+``items`` is 1 to :data:`MAX_ITEMS` strings of at most :data:`MAX_ITEM_CHARS` characters;
+anything else is a ``validation_error`` saying what to change.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import wasmtime
+
+from ._abi import module_name, ok
+from ._base import CallState
+from ._results import define_json_calls
+from ._state import InvalidRequest, StateServices, answering
+
+MAX_ITEMS = 32
+MAX_ITEM_CHARS = 240
+
+
+class ScratchpadBinding:
+    """Capability ``scratchpad``: ``toolcage_scratchpad_v1.read``/``write``/``clear``."""
+
+    name = "scratchpad"
+
+    def __init__(self, services: StateServices) -> None:
+        self._services = services
+
+    def define(self, linker: wasmtime.Linker) -> None:
+        define_json_calls(
+            linker,
+            module_name(self.name),
+            {
+                "read": answering(self.read),
+                "write": answering(self.write),
+                "clear": answering(self.clear),
+            },
+        )
+
+    def read(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
+        """The session's pad (no items and no ``updated_at`` when it has none)."""
+        del request
+        pad = self._services.store.read_pad(state.user_id, state.session_id)
+        items = [] if pad is None else list(pad.items)
+        return _text(
+            {
+                "session_id": state.session_id,
+                "items": items,
+                "updated_at": None if pad is None else pad.updated_at,
+                "item_count": len(items),
+            }
+        )
+
+    def write(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
+        """Replace the session's pad with ``items``."""
+        items = _items(request.get("items"))
+        pad = self._services.store.write_pad(state.user_id, state.session_id, items)
+        count = len(pad.items)
+        return _text(
+            {
+                "updated": True,
+                "item_count": count,
+                "message": f"the scratchpad now holds {count} item{'s' if count != 1 else ''}",
+            }
+        )
+
+    def clear(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
+        """Empty the session's pad."""
+        del request
+        cleared = self._services.store.clear_pad(state.user_id, state.session_id)
+        message = "the scratchpad was cleared" if cleared else "the scratchpad was already empty"
+        return _text({"cleared": cleared, "message": message})
+
+
+def _items(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(i, str) for i in value):
+        raise InvalidRequest("items must be a list of strings")
+    if not 1 <= len(value) <= MAX_ITEMS:
+        raise InvalidRequest(
+            f"items holds {len(value)} entries; write 1 to {MAX_ITEMS} (scratchpad_clear "
+            "empties the pad)"
+        )
+    for index, item in enumerate(value):
+        if not item.strip():
+            raise InvalidRequest(f"items[{index}] is empty; every item says something")
+        if len(item) > MAX_ITEM_CHARS:
+            raise InvalidRequest(
+                f"items[{index}] is {len(item)} characters; each item holds at most "
+                f"{MAX_ITEM_CHARS} (split it or shorten it)"
+            )
+    return list(value)
+
+
+def _text(result: dict[str, Any]) -> dict[str, Any]:
+    return ok(text=json.dumps(result, ensure_ascii=False))

@@ -1,0 +1,40 @@
+"""The agent's state: notes (hybrid vector and keyword search), scratchpads, embedders.
+
+:func:`open_store` turns the configured URL into a :class:`StateStore`: an embedded
+SQLite file (apsw, FTS5, sqlite-vec) or a libSQL server (libsql-client over HTTP).
+"""
+
+from toolcage.policies._public import publish
+
+from ._embedders import OpenAIEmbedder
+from ._hashing import HashingEmbedder
+from ._open import open_store
+from ._protocol import (
+    Embedder,
+    EmbeddingError,
+    EmbeddingModelMismatch,
+    NoteHit,
+    NoteRecord,
+    Pad,
+    StateStore,
+    StoreError,
+    StoreUnavailable,
+)
+
+__all__ = [
+    "Embedder",
+    "EmbeddingError",
+    "EmbeddingModelMismatch",
+    "HashingEmbedder",
+    "NoteHit",
+    "NoteRecord",
+    "OpenAIEmbedder",
+    "Pad",
+    "StateStore",
+    "StoreError",
+    "StoreUnavailable",
+    "open_store",
+]
+
+publish(globals(), __all__)
+del publish

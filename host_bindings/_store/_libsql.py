@@ -1,0 +1,422 @@
+"""The remote state store: a libSQL server, through libsql-client's HTTP client.
+
+libsql-client speaks to ``http(s)://`` URLs with the server's HTTP API (``/v1/execute``,
+``/v1/batch``), which has no interactive transactions; a ``batch`` is one transaction
+(``BEGIN``, each statement on the previous one's success, ``COMMIT`` or ``ROLLBACK``).
+So every write here is one batch whose statements find their rows by ``(user_id,
+note_id)`` with ``INSERT … SELECT``: a replace of a note the user does not have matches
+no row in any statement and changes nothing, and the batch's first statement says
+whether the note was there.
+
+The embedding model is claimed once (``INSERT OR IGNORE`` into ``store_meta``: of two
+hosts claiming different models at once, one wins and the other is refused), and every
+write with vectors begins with a guard statement that fails, rolling its batch back,
+unless the stored model is still the write's; so a host that kept saving after another
+one dropped the vectors and claimed another model is refused, atomically.
+
+Vectors live in ``chunk_vectors`` as ``F32_BLOB(dimensions)`` with libSQL's own index
+(``libsql_vector_idx``, cosine). The index spans all users, so its nearest ``pool``
+neighbours are filtered by user and tags in SQL; when that leaves fewer than ``top_k``
+notes, or when tags are given, the user's (tagged) chunks are ranked exactly instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import aiohttp
+import libsql_client
+
+from . import _libsql_statements as statements_for
+from . import _rows as rows
+from . import _schema as schema
+from ._fusion import (
+    TermFrequencies,
+    fts_query,
+    fuse,
+    max_distance,
+    pack_vector,
+    pool_size,
+    query_words,
+    rarest_words,
+    vocabulary_query,
+)
+from ._libsql_client import BoundedClient
+from ._libsql_statements import Statement
+from ._protocol import (
+    EmbeddingModelMismatch,
+    NoteHit,
+    NoteRecord,
+    Pad,
+    StoreError,
+    StoreUnavailable,
+)
+
+REQUEST_TIMEOUT = 30.0
+"""Seconds a request to the server may take before it is given up."""
+
+
+class RemoteStore:
+    """A :class:`~._protocol.StateStore` on the libSQL server at ``endpoint``::
+
+    store = RemoteStore("https://db.example.net", url="libsql://db.example.net",
+                        auth_token=token)
+    """
+
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        url: str,
+        auth_token: str | None = None,
+        timeout: float = REQUEST_TIMEOUT,
+    ) -> None:
+        self._url = url
+        self._lock = threading.Lock()
+        self._closed = False
+        self._timeout = timeout
+        self._claimed: tuple[str, int] | None = None
+        self._frequencies = TermFrequencies(self._fetch_frequencies)
+        try:
+            self._client = BoundedClient(endpoint, auth_token=auth_token, timeout=timeout)
+        except (libsql_client.LibsqlError, ValueError) as exc:
+            self._closed = True
+            raise StoreUnavailable(url, str(exc)) from exc
+        try:
+            self._migrate()
+        except StoreError as exc:
+            self.close()
+            raise StoreUnavailable(url, str(exc.__cause__ or exc)) from exc
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._client.close()
+
+    def __del__(self) -> None:
+        if not getattr(self, "_closed", True):
+            warnings.warn(f"state store {self._url!r} not closed", ResourceWarning, stacklevel=1)
+            self.close()
+
+    def __enter__(self) -> RemoteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- statements ----------------------------------------------------------------------
+
+    def _execute(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._translated():
+            result = self._client.execute(sql, args)
+        return [tuple(row) for row in result.rows]
+
+    def _batch(self, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
+        """Run ``statements`` as one transaction; the rows of each."""
+        with self._translated():
+            results = self._client.batch(statements)
+        return [[tuple(row) for row in result.rows] for result in results]
+
+    @contextlib.contextmanager
+    def _translated(self) -> Iterator[None]:
+        if self._closed:
+            raise StoreError(f"state store {self._url!r} is closed")
+        try:
+            yield
+        except libsql_client.LibsqlError as exc:
+            raise StoreError(f"state store {self._url!r} failed: {exc}") from exc
+        except TimeoutError as exc:
+            raise StoreError(
+                f"state store {self._url!r} did not answer within {self._timeout} s"
+            ) from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise StoreError(f"state store {self._url!r} is unreachable: {exc}") from exc
+
+    def _migrate(self) -> None:
+        self._execute(schema.META_TABLE)
+        for _ in range(2):  # a second pass when another host migrated at the same time
+            version = self._version()
+            if version > schema.SCHEMA_VERSION:
+                raise StoreError(
+                    f"state store {self._url!r} has schema version {version}, newer than"
+                    f" this toolcage's {schema.SCHEMA_VERSION}"
+                )
+            if version == schema.SCHEMA_VERSION:
+                return
+            statements: list[Statement] = [
+                (statement, ()) for batch in schema.MIGRATIONS[version:] for statement in batch
+            ]
+            statements.append(
+                (
+                    "INSERT OR REPLACE INTO store_meta VALUES ('schema_version', ?)",
+                    (str(schema.SCHEMA_VERSION),),
+                )
+            )
+            with contextlib.suppress(StoreError):
+                self._batch(statements)
+        if self._version() != schema.SCHEMA_VERSION:
+            raise StoreError(f"state store {self._url!r} could not be migrated")
+
+    def _version(self) -> int:
+        found = self._execute("SELECT value FROM store_meta WHERE key = 'schema_version'")
+        return int(found[0][0]) if found else 0
+
+    # -- notes ---------------------------------------------------------------------------
+
+    def stored_model(self) -> tuple[str, int] | None:
+        return rows.stored_model({row[0]: row[1] for row in self._execute(rows.META_MODEL)})
+
+    def _claim_model(
+        self, vectors: Sequence[Sequence[float]] | None, model: str | None
+    ) -> tuple[str, int] | None:
+        """The store's model after claiming it for ``model`` if it had none; refuses another."""
+        if not vectors or model is None:
+            return self.stored_model()
+        given = (model, len(vectors[0]))
+        if self._claimed == given:
+            return given  # each write's guard checks again, in its batch
+        stored = self.stored_model()
+        if stored is None:
+            self._batch(
+                [(sql, ()) for sql in statements_for.vector_tables(given[1])]
+                + [
+                    ("INSERT OR IGNORE INTO store_meta VALUES ('embedding_model', ?)", (model,)),
+                    ("INSERT OR IGNORE INTO store_meta VALUES ('dimensions', ?)", (str(given[1]),)),
+                ]
+            )
+            stored = self.stored_model()
+        if stored != given:
+            assert stored is not None  # noqa: S101 -- claimed above
+            raise EmbeddingModelMismatch(rows.model_name(*stored), rows.model_name(*given))
+        self._claimed = given
+        return stored
+
+    def _write(
+        self,
+        statements: list[Statement],
+        vectors: Sequence[Sequence[float]] | None,
+        model: str | None,
+        guard_at: int = 0,
+        *,
+        again: bool = True,
+    ) -> list[list[tuple[Any, ...]]]:
+        """Run a write's batch, guarded (at ``guard_at``) when it stores vectors of ``model``;
+        once more after claiming the model when the store turns out to hold no vectors."""
+        if not vectors or model is None:
+            return self._batch(statements)
+        given = (model, len(vectors[0]))
+        guarded = list(statements)
+        guarded[guard_at:guard_at] = statements_for.model_guard(*given)
+        try:
+            results = self._batch(guarded)
+        except StoreError as exc:
+            self._claimed = None
+            stored = self.stored_model()
+            if stored is None and again:  # the vectors were dropped meanwhile
+                self._claim_model(vectors, model)
+                return self._write(statements, vectors, model, guard_at, again=False)
+            if stored is not None and stored != given:
+                raise EmbeddingModelMismatch(
+                    rows.model_name(*stored), rows.model_name(*given)
+                ) from exc
+            raise
+        del results[guard_at : guard_at + 2]
+        return results
+
+    def save_note(
+        self,
+        user_id: str,
+        note_id: str,
+        chunks: Sequence[str],
+        vectors: Sequence[Sequence[float]] | None,
+        tags: Sequence[str],
+        model: str | None,
+    ) -> NoteRecord:
+        rows.check_chunks(chunks, vectors, model)
+        tags = list(dict.fromkeys(tags))
+        self._claim_model(vectors, model)
+        statements: list[Statement] = [
+            (
+                "INSERT INTO notes (user_id, note_id, tags, model, created_at, updated_at)"
+                f" VALUES (?, ?, ?, ?, {schema.NOW}, {schema.NOW})",
+                (user_id, note_id, json.dumps(tags), model if vectors else None),
+            ),
+            *statements_for.insert_chunks(user_id, note_id, chunks, vectors, tags),
+            (schema.NOTE_RECORD, (user_id, note_id)),
+        ]
+        return rows.record(self._write(statements, vectors, model)[-1][0])
+
+    def replace_note(
+        self,
+        user_id: str,
+        note_id: str,
+        chunks: Sequence[str],
+        vectors: Sequence[Sequence[float]] | None,
+        tags: Sequence[str],
+        model: str | None,
+    ) -> NoteRecord | None:
+        rows.check_chunks(chunks, vectors, model)
+        tags = list(dict.fromkeys(tags))
+        stored = self._claim_model(vectors, model)
+        statements: list[Statement] = [
+            (schema.NOTE_ROWID, (user_id, note_id)),
+            *statements_for.delete_chunks(user_id, note_id, stored is not None),
+            (
+                f"UPDATE notes SET tags = ?, model = ?, updated_at = {schema.NOW}"
+                " WHERE user_id = ? AND note_id = ?",
+                (json.dumps(tags), model if vectors else None, user_id, note_id),
+            ),
+            *statements_for.insert_chunks(user_id, note_id, chunks, vectors, tags),
+            (schema.NOTE_RECORD, (user_id, note_id)),
+        ]
+        results = self._write(statements, vectors, model, guard_at=1)
+        if not results[0]:
+            return None
+        return rows.record(results[-1][0])
+
+    def delete_note(self, user_id: str, note_id: str) -> bool:
+        statements: list[Statement] = [
+            (schema.NOTE_ROWID, (user_id, note_id)),
+            *statements_for.delete_chunks(user_id, note_id, self.stored_model() is not None),
+            ("DELETE FROM notes WHERE user_id = ? AND note_id = ?", (user_id, note_id)),
+        ]
+        return bool(self._batch(statements)[0])
+
+    # -- search --------------------------------------------------------------------------
+
+    def search_notes(
+        self,
+        user_id: str,
+        query_text: str,
+        query_vector: Sequence[float] | None,
+        *,
+        top_k: int,
+        tags: Sequence[str] = (),
+        vector_weight: float = 1.0,
+        fts_weight: float = 1.0,
+        model: str | None = None,
+        min_similarity: float | None = None,
+    ) -> list[NoteHit]:
+        if top_k < 1:
+            return []
+        tags = list(dict.fromkeys(tags))
+        pool = pool_size(top_k)
+        keyword: list[tuple[int, int]] = []
+        words = query_words(query_text) if fts_weight > 0 else []
+        words = rarest_words(words, self._frequencies.get(words)) if words else []
+        expression = fts_query(user_id, words, tags)
+        if expression is not None:
+            keyword = [
+                (int(r[0]), int(r[1]))
+                for r in self._execute(schema.KEYWORD_SEARCH, (expression, pool, user_id))
+            ]
+        nearest: list[tuple[int, int]] = []
+        if query_vector is not None and vector_weight > 0:
+            nearest = self._nearest(
+                user_id, query_vector, model, tags, top_k, pool, max_distance(min_similarity)
+            )
+        fused = fuse(
+            nearest, keyword, vector_weight=vector_weight, fts_weight=fts_weight, top_k=top_k
+        )
+        if not fused:
+            return []
+        sql, args = rows.hit_query(user_id, fused)
+        return rows.hits(fused, self._execute(sql, args))
+
+    def _nearest(
+        self,
+        user_id: str,
+        query_vector: Sequence[float],
+        model: str | None,
+        tags: Sequence[str],
+        top_k: int,
+        pool: int,
+        max_distance: float,
+    ) -> list[tuple[int, int]]:
+        stored = self.stored_model()
+        if stored is None:
+            return []  # no vector stored yet: keyword results only
+        given = (model or "", len(query_vector))
+        if stored != given:
+            raise EmbeddingModelMismatch(rows.model_name(*stored), rows.model_name(*given))
+        blob = pack_vector(query_vector)
+        if not tags:
+            found = self._execute(
+                statements_for.NEAREST_INDEXED, (blob, blob, pool, user_id, user_id, max_distance)
+            )
+            if len({r[1] for r in found}) >= top_k:
+                return [(int(r[0]), int(r[1])) for r in found]
+        tag_args: list[Any] = []
+        for tag in tags:
+            tag_args += [user_id, tag]
+        sql = statements_for.NEAREST_EXACT.format(tags=schema.tag_filter("v.chunk_id", len(tags)))
+        found = self._execute(sql, (blob, user_id, user_id, *tag_args, max_distance, pool))
+        return [(int(r[0]), int(r[1])) for r in found]
+
+    def _fetch_frequencies(self, words: Sequence[str]) -> dict[str, int]:
+        return {str(r[0]): int(r[1]) for r in self._execute(vocabulary_query(len(words)), words)}
+
+    # -- scratchpads ---------------------------------------------------------------------
+
+    def read_pad(self, user_id: str, session_id: str) -> Pad | None:
+        found = self._execute(
+            "SELECT items, updated_at FROM pads WHERE user_id = ? AND session_id = ?",
+            (user_id, session_id),
+        )
+        return rows.pad(session_id, found[0] if found else None)
+
+    def write_pad(self, user_id: str, session_id: str, items: Sequence[str]) -> Pad:
+        results = self._batch(
+            [
+                (
+                    f"INSERT INTO pads VALUES (?, ?, ?, {schema.NOW})"
+                    " ON CONFLICT (user_id, session_id)"
+                    " DO UPDATE SET items = excluded.items, updated_at = excluded.updated_at",
+                    (user_id, session_id, json.dumps(list(items))),
+                ),
+                (
+                    "SELECT items, updated_at FROM pads WHERE user_id = ? AND session_id = ?",
+                    (user_id, session_id),
+                ),
+            ]
+        )
+        pad = rows.pad(session_id, results[1][0])
+        assert pad is not None  # noqa: S101 -- written in this batch
+        return pad
+
+    def clear_pad(self, user_id: str, session_id: str) -> bool:
+        results = self._batch(
+            [
+                (
+                    "SELECT 1 FROM pads WHERE user_id = ? AND session_id = ?",
+                    (user_id, session_id),
+                ),
+                ("DELETE FROM pads WHERE user_id = ? AND session_id = ?", (user_id, session_id)),
+            ]
+        )
+        return bool(results[0])
+
+    def drop_vectors(self) -> int:
+        if self.stored_model() is None:
+            return 0
+        results = self._batch(
+            [
+                ("SELECT count(*) FROM chunk_vectors", ()),
+                ("DROP INDEX IF EXISTS chunk_vectors_idx", ()),
+                ("DROP TABLE IF EXISTS chunk_vectors", ()),
+                ("DELETE FROM store_meta WHERE key IN ('embedding_model', 'dimensions')", ()),
+                ("UPDATE notes SET model = NULL", ()),
+            ]
+        )
+        return int(results[0][0][0])

@@ -1,0 +1,353 @@
+"""The embedded state store: one SQLite file with FTS5 and sqlite-vec.
+
+Connections and transactions are :mod:`._sqlite_pool`'s, the vector index is
+:mod:`._sqlite_vectors`'s; this module keeps notes, chunks, tags and scratchpads in step
+with them, one write transaction per change.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import apsw
+
+from . import _rows as rows
+from . import _schema as schema
+from . import _sqlite_vectors as vectors_index
+from ._fusion import (
+    Fused,
+    TermFrequencies,
+    fts_query,
+    fuse,
+    max_distance,
+    owner_token,
+    pool_size,
+    query_words,
+    rarest_words,
+    tagset,
+    vocabulary_query,
+)
+from ._protocol import (
+    EmbeddingModelMismatch,
+    NoteHit,
+    NoteRecord,
+    Pad,
+    StoreError,
+    StoreUnavailable,
+)
+from ._sqlite_pool import BUSY_TIMEOUT_MS, ConnectionPool
+
+
+class EmbeddedStore:
+    """A :class:`~._protocol.StateStore` in the SQLite file at ``path``::
+
+    store = EmbeddedStore(Path("state.db"), url="sqlite:state.db")
+    store.save_note("alice", "note-1", ["tea with lemon"], None, ["drinks"], None)
+    store.close()
+    """
+
+    def __init__(self, path: Path, *, url: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+        self._url = url
+        self._pool = ConnectionPool(path, url=url, busy_timeout_ms=busy_timeout_ms)
+        self._frequencies = TermFrequencies(self._fetch_frequencies)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _create_private(path)
+            self._pool.migrate()
+        except (apsw.Error, OSError, StoreError) as exc:
+            self._pool.close()
+            raise StoreUnavailable(url, str(exc) or type(exc).__name__) from exc
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def __del__(self) -> None:
+        pool = getattr(self, "_pool", None)
+        if pool is not None and not pool.closed:
+            warnings.warn(f"state store {self._url!r} not closed", ResourceWarning, stacklevel=1)
+            pool.close()
+
+    def __enter__(self) -> EmbeddedStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- notes ---------------------------------------------------------------------------
+
+    def save_note(
+        self,
+        user_id: str,
+        note_id: str,
+        chunks: Sequence[str],
+        vectors: Sequence[Sequence[float]] | None,
+        tags: Sequence[str],
+        model: str | None,
+    ) -> NoteRecord:
+        rows.check_chunks(chunks, vectors, model)
+        tags = _unique_tags(tags)
+        with _translated(self._url), self._pool.write() as conn:
+            self._claim_model(conn, vectors, model)
+            conn.execute(
+                "INSERT INTO notes (user_id, note_id, tags, model, created_at, updated_at)"
+                f" VALUES (?, ?, ?, ?, {schema.NOW}, {schema.NOW})",
+                (user_id, note_id, json.dumps(tags), model if vectors else None),
+            )
+            self._insert_chunks(conn, user_id, conn.last_insert_rowid(), chunks, vectors, tags)
+            return _record(conn, user_id, note_id)
+
+    def replace_note(
+        self,
+        user_id: str,
+        note_id: str,
+        chunks: Sequence[str],
+        vectors: Sequence[Sequence[float]] | None,
+        tags: Sequence[str],
+        model: str | None,
+    ) -> NoteRecord | None:
+        rows.check_chunks(chunks, vectors, model)
+        tags = _unique_tags(tags)
+        with _translated(self._url), self._pool.write() as conn:
+            row = conn.execute(schema.NOTE_ROWID, (user_id, note_id)).fetchone()
+            if row is None:
+                return None
+            self._claim_model(conn, vectors, model)
+            self._delete_chunks(conn, user_id, row[0])
+            conn.execute(
+                f"UPDATE notes SET tags = ?, model = ?, updated_at = {schema.NOW}"
+                " WHERE user_id = ? AND id = ?",
+                (json.dumps(tags), model if vectors else None, user_id, row[0]),
+            )
+            self._insert_chunks(conn, user_id, row[0], chunks, vectors, tags)
+            return _record(conn, user_id, note_id)
+
+    def delete_note(self, user_id: str, note_id: str) -> bool:
+        with _translated(self._url), self._pool.write() as conn:
+            row = conn.execute(schema.NOTE_ROWID, (user_id, note_id)).fetchone()
+            if row is None:
+                return False
+            self._delete_chunks(conn, user_id, row[0])
+            conn.execute("DELETE FROM notes WHERE user_id = ? AND id = ?", (user_id, row[0]))
+            return True
+
+    def _claim_model(
+        self, conn: apsw.Connection, vectors: Sequence[Sequence[float]] | None, model: str | None
+    ) -> None:
+        """Record ``model`` as the store's (creating the vector tables) or refuse another."""
+        if not vectors or model is None:
+            return
+        dimensions = len(vectors[0])
+        stored = _stored_model(conn)
+        if stored is None:
+            vectors_index.create_tables(conn, dimensions)
+            conn.executemany(
+                "INSERT OR REPLACE INTO store_meta VALUES (?, ?)",
+                [("embedding_model", model), ("dimensions", str(dimensions))],
+            )
+        elif stored != (model, dimensions):
+            raise EmbeddingModelMismatch(
+                rows.model_name(*stored), rows.model_name(model, dimensions)
+            )
+
+    def _insert_chunks(
+        self,
+        conn: apsw.Connection,
+        user_id: str,
+        note_rowid: int,
+        chunks: Sequence[str],
+        vectors: Sequence[Sequence[float]] | None,
+        tags: Sequence[str],
+    ) -> None:
+        owner, tag_tokens = owner_token(user_id), tagset(tags)
+        for index, text in enumerate(chunks):
+            conn.execute(
+                "INSERT INTO chunks (note_rowid, user_id, chunk_index, text) VALUES (?, ?, ?, ?)",
+                (note_rowid, user_id, index, text),
+            )
+            chunk_id = conn.last_insert_rowid()
+            conn.execute(
+                "INSERT INTO chunks_fts (rowid, text, owner, tagset) VALUES (?, ?, ?, ?)",
+                (chunk_id, text, owner, tag_tokens),
+            )
+            conn.executemany(
+                "INSERT INTO chunk_tags (user_id, tag, chunk_id) VALUES (?, ?, ?)",
+                [(user_id, tag, chunk_id) for tag in tags],
+            )
+            if vectors:
+                vectors_index.insert(conn, user_id, chunk_id, vectors[index], tags)
+
+    def _delete_chunks(self, conn: apsw.Connection, user_id: str, note_rowid: int) -> None:
+        ids = [row[0] for row in conn.execute(schema.CHUNK_IDS, (user_id, note_rowid))]
+        row = conn.execute("SELECT tags FROM notes WHERE id = ?", (note_rowid,)).fetchone()
+        tag_count = len(json.loads(row[0])) if row else 0
+        with_vectors = _stored_model(conn) is not None
+        for chunk_id in ids:
+            conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (chunk_id,))
+            conn.execute("DELETE FROM chunk_tags WHERE chunk_id = ?", (chunk_id,))
+            if with_vectors:
+                vectors_index.delete(conn, user_id, chunk_id, tag_count)
+        conn.execute(
+            "DELETE FROM chunks WHERE user_id = ? AND note_rowid = ?", (user_id, note_rowid)
+        )
+
+    # -- search --------------------------------------------------------------------------
+
+    def search_notes(
+        self,
+        user_id: str,
+        query_text: str,
+        query_vector: Sequence[float] | None,
+        *,
+        top_k: int,
+        tags: Sequence[str] = (),
+        vector_weight: float = 1.0,
+        fts_weight: float = 1.0,
+        model: str | None = None,
+        min_similarity: float | None = None,
+    ) -> list[NoteHit]:
+        if top_k < 1:
+            return []
+        tags = list(dict.fromkeys(tags))
+        pool = pool_size(top_k)  # of keyword matches
+        words = query_words(query_text) if fts_weight > 0 else []
+        with _translated(self._url):
+            words = rarest_words(words, self._frequencies.get(words)) if words else []
+        with _translated(self._url), self._pool.read() as conn:
+            keyword: list[tuple[int, int]] = []
+            expression = fts_query(user_id, words, tags)
+            if expression is not None:
+                keyword = [
+                    (row[0], row[1])
+                    for row in conn.execute(schema.KEYWORD_SEARCH, (expression, pool, user_id))
+                ]
+            nearest: list[tuple[int, int]] = []
+            if query_vector is not None and vector_weight > 0:
+                nearest = _nearest(conn, user_id, query_vector, model, tags, top_k, min_similarity)
+            fused = fuse(
+                nearest, keyword, vector_weight=vector_weight, fts_weight=fts_weight, top_k=top_k
+            )
+            return _hits(conn, user_id, fused)
+
+    def _fetch_frequencies(self, words: Sequence[str]) -> dict[str, int]:
+        with self._pool.connection() as conn:
+            return {row[0]: row[1] for row in conn.execute(vocabulary_query(len(words)), words)}
+
+    # -- scratchpads ---------------------------------------------------------------------
+
+    def read_pad(self, user_id: str, session_id: str) -> Pad | None:
+        with _translated(self._url), self._pool.connection() as conn:
+            return _pad(conn, user_id, session_id)
+
+    def write_pad(self, user_id: str, session_id: str, items: Sequence[str]) -> Pad:
+        with _translated(self._url), self._pool.write() as conn:
+            conn.execute(
+                f"INSERT INTO pads VALUES (?, ?, ?, {schema.NOW}) ON CONFLICT (user_id, session_id)"
+                " DO UPDATE SET items = excluded.items, updated_at = excluded.updated_at",
+                (user_id, session_id, json.dumps(list(items))),
+            )
+            pad = _pad(conn, user_id, session_id)
+            assert pad is not None  # noqa: S101 -- written in this transaction
+            return pad
+
+    def clear_pad(self, user_id: str, session_id: str) -> bool:
+        with _translated(self._url), self._pool.write() as conn:
+            conn.execute(
+                "DELETE FROM pads WHERE user_id = ? AND session_id = ?", (user_id, session_id)
+            )
+            return bool(conn.changes())
+
+    def stored_model(self) -> tuple[str, int] | None:
+        with _translated(self._url), self._pool.connection() as conn:
+            return _stored_model(conn)
+
+    def drop_vectors(self) -> int:
+        with _translated(self._url), self._pool.write() as conn:
+            if _stored_model(conn) is None:
+                return 0
+            row = conn.execute("SELECT count(*) FROM chunk_vectors").fetchone()
+            vectors_index.drop_tables(conn)
+            conn.execute("DELETE FROM store_meta WHERE key IN ('embedding_model', 'dimensions')")
+            conn.execute("UPDATE notes SET model = NULL")
+            return int(row[0]) if row else 0
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _translated(url: str) -> Iterator[None]:
+    """apsw's errors as :class:`StoreError`, naming the store."""
+    try:
+        yield
+    except apsw.Error as exc:
+        raise StoreError(f"state store {url!r} failed: {exc}") from exc
+
+
+def _unique_tags(tags: Sequence[str]) -> list[str]:
+    unique = list(dict.fromkeys(tags))
+    if len(unique) > vectors_index.MAX_TAGS:
+        raise ValueError(f"a note carries at most {vectors_index.MAX_TAGS} tags")
+    return unique
+
+
+def _create_private(path: Path) -> None:
+    """Create the database file readable by its owner only, if it does not exist yet.
+
+    It holds every user's notes; SQLite gives its journal and WAL files the same mode.
+    """
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+
+
+def _stored_model(conn: apsw.Connection) -> tuple[str, int] | None:
+    return rows.stored_model({row[0]: row[1] for row in conn.execute(rows.META_MODEL)})
+
+
+def _nearest(
+    conn: apsw.Connection,
+    user_id: str,
+    query_vector: Sequence[float],
+    model: str | None,
+    tags: Sequence[str],
+    top_k: int,
+    min_similarity: float | None,
+) -> list[tuple[int, int]]:
+    stored = _stored_model(conn)
+    if stored is None:
+        return []  # no vector stored yet: keyword results only
+    given = (model or "", len(query_vector))
+    if stored != given:
+        raise EmbeddingModelMismatch(rows.model_name(*stored), rows.model_name(*given))
+    return vectors_index.nearest(
+        conn, user_id, query_vector, tags, top_k, max_distance(min_similarity)
+    )
+
+
+def _hits(conn: apsw.Connection, user_id: str, fused: Sequence[Fused]) -> list[NoteHit]:
+    if not fused:
+        return []
+    sql, args = rows.hit_query(user_id, fused)
+    return rows.hits(fused, conn.execute(sql, args))
+
+
+def _record(conn: apsw.Connection, user_id: str, note_id: str) -> NoteRecord:
+    row = conn.execute(schema.NOTE_RECORD, (user_id, note_id)).fetchone()
+    assert row is not None  # noqa: S101 -- written in this transaction
+    return rows.record(row)
+
+
+def _pad(conn: apsw.Connection, user_id: str, session_id: str) -> Pad | None:
+    row = conn.execute(
+        "SELECT items, updated_at FROM pads WHERE user_id = ? AND session_id = ?",
+        (user_id, session_id),
+    ).fetchone()
+    return rows.pad(session_id, row)

@@ -1,0 +1,166 @@
+"""The embedded store's vector index: sign bits in sqlite-vec, rescored in float32.
+
+Each vector is stored as float32 in ``chunk_vectors`` (exact, for rescoring) and as its
+sign bits (48 bytes for 384 dimensions) in ``chunk_bits``, a plain table clustered on
+``(user_id, chunk_id)``, and in ``chunk_tag_vec``, a ``vec0`` table partitioned by user
+and tag (one row per tag of the chunk). A search takes the ``pool`` chunks nearest by
+Hamming distance, then rescores them by exact cosine distance on the float32 vectors,
+in a statement that scopes by user again:
+
+* with one tag carried by at most :data:`TAG_PARTITION_LIMIT` of the user's chunks,
+  ``vec0`` ranks that tag's partition;
+* otherwise the user's rows of ``chunk_bits`` (those carrying every tag, read through
+  the ``chunk_tags`` index) are ranked by ``ORDER BY vec_distance_hamming(...) LIMIT``.
+
+Measured here on 100,000 chunks of 384 dimensions of one user: a brute-force ``vec0``
+KNN over float32 took 60-75 ms; over bits, ``vec0``'s cost grows with ``k`` (9 ms for
+40, 44 ms for 200, 61 ms for 400), while the plain scan stays near 15 ms for any limit;
+``vec0`` over a 10,000-chunk tag partition took 9 ms for 400. Binary quantisation
+orders coarsely: rescoring 40 candidates found 63% of the exact 5 nearest, 400 found
+93% (98% within a tag), hence :func:`pool_for`.
+
+``vec0`` stores a partition in chunks of ``chunk_size`` vectors, allocated whole (the
+default 1024 takes 58 MB for 1,000 partitions of one vector each); tag partitions,
+many and small, take 64. A ``chunk_tag_vec`` row's rowid is ``chunk_id * MAX_TAGS +
+position of the tag``, so a chunk's rows are deleted by rowid.
+
+The tables are created when the first vector arrives, for its dimensions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import apsw
+
+from . import _schema as schema
+from ._fusion import owner_token, pack_vector, tag_token
+
+MAX_TAGS = 1024
+"""A note carries at most this many tags (tools allow far fewer)."""
+
+
+def _partition(user_id: str, tag: str) -> str:
+    """The ``chunk_tag_vec`` partition of the user's chunks with ``tag``: two digests, so
+    no user id or tag can name another pair's partition."""
+    return owner_token(user_id) + tag_token(tag)
+
+
+TAG_PARTITION_LIMIT = 20_000
+"""A tag carried by more of the user's chunks is searched by the plain scan."""
+
+TABLES = ("chunk_tag_vec", "chunk_bits", "chunk_vectors")
+
+
+def pool_for(top_k: int) -> int:
+    """How many chunks nearest by Hamming distance are rescored for ``top_k`` hits."""
+    return max(400, 20 * top_k)
+
+
+def create_tables(conn: apsw.Connection, dimensions: int) -> None:
+    """The vector tables, for vectors of ``dimensions``."""
+    for statement in (
+        "CREATE TABLE IF NOT EXISTS chunk_vectors"
+        " (chunk_id INTEGER PRIMARY KEY, vector BLOB NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS chunk_bits (user_id TEXT NOT NULL, chunk_id INTEGER NOT NULL,"
+        " bits BLOB NOT NULL, PRIMARY KEY (user_id, chunk_id)) WITHOUT ROWID",
+        "CREATE VIRTUAL TABLE IF NOT EXISTS chunk_tag_vec USING vec0"
+        f" (user_tag TEXT PARTITION KEY, bits bit[{dimensions}], +chunk_id INTEGER, chunk_size=64)",
+    ):
+        conn.execute(statement)
+
+
+def drop_tables(conn: apsw.Connection) -> None:
+    """Drop every vector table."""
+    for table in TABLES:
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def insert(
+    conn: apsw.Connection,
+    user_id: str,
+    chunk_id: int,
+    vector: Sequence[float],
+    tags: Sequence[str],
+) -> None:
+    """Index the chunk's vector, under its user and each of its (distinct) tags."""
+    blob = pack_vector(vector)
+    conn.execute("INSERT INTO chunk_vectors VALUES (?, ?)", (chunk_id, blob))
+    conn.execute(
+        "INSERT INTO chunk_bits VALUES (?, ?, vec_quantize_binary(vec_f32(?)))",
+        (user_id, chunk_id, blob),
+    )
+    conn.executemany(
+        "INSERT INTO chunk_tag_vec (rowid, user_tag, bits, chunk_id)"
+        " VALUES (?, ?, vec_quantize_binary(vec_f32(?)), ?)",
+        [
+            (chunk_id * MAX_TAGS + position, _partition(user_id, tag), blob, chunk_id)
+            for position, tag in enumerate(tags)
+        ],
+    )
+
+
+def delete(conn: apsw.Connection, user_id: str, chunk_id: int, tag_count: int) -> None:
+    """Remove the chunk's vector (it carried ``tag_count`` tags)."""
+    conn.execute("DELETE FROM chunk_vectors WHERE chunk_id = ?", (chunk_id,))
+    conn.execute("DELETE FROM chunk_bits WHERE user_id = ? AND chunk_id = ?", (user_id, chunk_id))
+    conn.executemany(
+        "DELETE FROM chunk_tag_vec WHERE rowid = ?",
+        [(chunk_id * MAX_TAGS + position,) for position in range(tag_count)],
+    )
+
+
+_NEAREST_ONE_TAG = """
+    SELECT chunk_id FROM chunk_tag_vec
+    WHERE bits MATCH vec_quantize_binary(vec_f32(?)) AND k = ? AND user_tag = ?"""
+
+_TAG_SIZE = """
+    SELECT count(*) FROM (SELECT 1 FROM chunk_tags WHERE user_id = ? AND tag = ? LIMIT ?)"""
+
+_NEAREST_SCAN = """
+    SELECT chunk_id FROM chunk_bits WHERE user_id = ?{tags}
+    ORDER BY vec_distance_hamming(vec_bit(bits), vec_quantize_binary(vec_f32(?))) LIMIT ?"""
+
+_RESCORE = """
+    SELECT chunk_id, note_rowid FROM (
+        SELECT v.chunk_id, c.note_rowid, vec_distance_cosine(vec_f32(v.vector), vec_f32(?)) AS d
+        FROM chunk_vectors AS v JOIN chunks AS c ON c.id = v.chunk_id
+        WHERE c.user_id = ? AND v.chunk_id IN ({marks}))
+    WHERE d <= ? ORDER BY d, chunk_id"""
+
+
+def nearest(
+    conn: apsw.Connection,
+    user_id: str,
+    query_vector: Sequence[float],
+    tags: Sequence[str],
+    top_k: int,
+    max_distance: float,
+) -> list[tuple[int, int]]:
+    """``(chunk_id, note_rowid)`` of the user's nearest chunks carrying every tag, best
+    first: at most :func:`pool_for` ``top_k``, each within ``max_distance`` (cosine)."""
+    blob = pack_vector(query_vector)
+    pool = pool_for(top_k)
+    if len(tags) == 1 and _tag_size(conn, user_id, tags[0]) <= TAG_PARTITION_LIMIT:
+        found = conn.execute(_NEAREST_ONE_TAG, (blob, pool, _partition(user_id, tags[0])))
+    else:
+        sql = _NEAREST_SCAN.format(tags=schema.tag_filter("chunk_id", len(tags)))
+        args: list[Any] = [user_id]
+        for tag in tags:
+            args += [user_id, tag]
+        found = conn.execute(sql, (*args, blob, pool))
+    candidates = [row[0] for row in found]
+    if not candidates:
+        return []
+    rescore = _RESCORE.format(marks=schema.marks(len(candidates)))
+    return [
+        (row[0], row[1])
+        for row in conn.execute(rescore, (blob, user_id, *candidates, max_distance))
+    ]
+
+
+def _tag_size(conn: apsw.Connection, user_id: str, tag: str) -> int:
+    """How many of the user's chunks carry ``tag``, counted up to one past the limit."""
+    row = conn.execute(_TAG_SIZE, (user_id, tag, TAG_PARTITION_LIMIT + 1)).fetchone()
+    return int(row[0]) if row else 0
