@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             config, base_dir, Path(args.socket), args.allow_uid, args.unsafe_skip_policy
         )
         try:
-            anyio.run(_serve, server, args.exit_with_stdin)
+            anyio.run(_serve, server, args.exit_with_stdin, backend="asyncio")
         finally:
             server.service.sandbox.close()
     except (StartupError, ConfigError, SocketSetupError) as exc:

@@ -9,12 +9,13 @@ per command here. A root sidecar's commands run as ``sandbox_uid``, so rather th
 root kept only as the saved uid, ``vfork`` + ``exec`` gives bwrap nothing but the sandbox
 uid (``exec`` sets the saved uid to the effective one; a non-root uid keeps no
 capabilities), and the sidecar takes its ids back as soon as ``Popen`` returns. The change
-holds for the whole process (glibc applies it to every thread) but only for that call,
-which never yields to the event loop: nothing else of the sidecar runs meanwhile (its only
-other thread, anyio's worker, waits for work that only the event loop hands out).
+holds for the whole process but only for that call, which never yields to the event
+loop: nothing else of the sidecar runs meanwhile. glibc applies each id change to every
+thread by interrupting it and waiting for it, six times per command, so the sidecar keeps
+no thread besides its event loop's (:func:`._server.listen_unix` binds the socket on it).
 
 The sidecar awaits the child's exit on a pidfd instead of a thread per child, and reads
-its pipes directly.
+its pipes from the event loop (:mod:`._watch`).
 """
 
 from __future__ import annotations
@@ -45,9 +46,18 @@ class Child:
     def returncode(self) -> int | None:
         return self._popen.returncode
 
+    @property
+    def pidfd(self) -> int:
+        """Readable once the process has exited."""
+        return self._pidfd
+
+    def reap(self) -> bool:
+        """Reap the process if it has exited; whether it has."""
+        return self._popen.poll() is not None
+
     async def wait(self) -> int:
         """Wait for the exit and reap the process."""
-        while self._popen.poll() is None:
+        while not self.reap():
             await anyio.wait_readable(self._pidfd)
         return self._popen.returncode
 

@@ -60,6 +60,8 @@ class SidecarLauncher:
 
     async def ensure(self) -> tuple[Path, int]:
         """The socket of a running daemon (started if need be) and its generation."""
+        if self.socket_path is not None and not self._closed and self.alive():
+            return self.socket_path, self.generation  # nothing to start: no lock to take
         async with self._lock:
             if self._closed:
                 raise SidecarUnavailable("the shell sidecar has been closed")

@@ -14,20 +14,16 @@ import os
 import signal
 import time
 from dataclasses import dataclass
-from typing import Protocol
 
 import anyio
 
 from ._child import Child, spawn_child
 from ._report import REPORT_BYTES, Report, parse_report
 from ._sandbox import Spawn
+from ._watch import PipeWatch, Sink
 
 DRAIN_SECONDS = 2.0
 """How long output is still read after the command ended or was killed."""
-
-
-class Sink(Protocol):
-    def feed(self, data: bytes) -> None: ...
 
 
 @dataclass
@@ -57,30 +53,41 @@ def kill_group(process: Child) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-async def pump(fd: int, sink: Sink) -> None:
-    """Feed what the pipe ``fd`` carries to ``sink`` until end of file."""
-    while True:
-        await anyio.wait_readable(fd)
-        try:
-            chunk = os.read(fd, 65536)
-        except BlockingIOError:
-            continue
-        if not chunk:
-            return
-        sink.feed(chunk)
+class _Capped:
+    """The report's bytes, kept up to just past :data:`REPORT_BYTES` (a longer one is
+    ignored anyway)."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        if len(self.data) <= REPORT_BYTES:
+            self.data += data
 
 
-async def read_report(fd: int, into: bytearray) -> None:
-    while True:
-        await anyio.wait_readable(fd)
-        try:
-            chunk = os.read(fd, 65536)
-        except BlockingIOError:
-            continue
-        if not chunk:
-            return
-        if len(into) <= REPORT_BYTES:
-            into += chunk
+async def watch(
+    running: Running, stdout: Sink, stderr: Sink, seconds: float, report: Sink | None = None
+) -> bool:
+    """Read the command's pipes until it ends or ``seconds`` pass, then kill its group if
+    it timed out (or leftovers are to be killed) and read on for :data:`DRAIN_SECONDS` at
+    most; whether it timed out. The caller then reaps it with :func:`finish`."""
+    process = running.process
+    pipes: dict[int, Sink] = {process.stdout: stdout, process.stderr: stderr}
+    if report is not None:
+        pipes[running.report_fd] = report
+    watched = PipeWatch(pipes, process.pidfd, process.reap)
+    try:
+        with anyio.move_on_after(seconds) as scope:
+            await watched.exited.wait()
+        timed_out = scope.cancelled_caught
+        if timed_out or running.kill_leftovers:
+            kill_group(process)
+        if not watched.drained.is_set():
+            with anyio.move_on_after(DRAIN_SECONDS):
+                await watched.drained.wait()
+    finally:
+        watched.close()
+    return timed_out
 
 
 async def supervise(
@@ -91,39 +98,27 @@ async def supervise(
     The exit code is the shell's convention: 128 + N for a death by signal N, ``None``
     when the command was killed for its timeout. Cancellation kills the command too.
     """
-    process = running.process
-    report = bytearray()
+    report = _Capped()
     timed_out = False
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(pump, process.stdout, stdout)
-            tg.start_soon(pump, process.stderr, stderr)
-            tg.start_soon(read_report, running.report_fd, report)
-            with anyio.move_on_after(seconds) as scope:
-                await process.wait()
-            if scope.cancelled_caught:
-                timed_out = True
-                kill_group(process)
-            elif running.kill_leftovers:
-                kill_group(process)
-            tg.cancel_scope.deadline = anyio.current_time() + DRAIN_SECONDS
+        timed_out = await watch(running, stdout, stderr, seconds, report)
     finally:
         with anyio.CancelScope(shield=True):
             await finish(running)
-    code = process.returncode
+    code = running.process.returncode
     if timed_out or code is None:
         return None, timed_out, None
     exit_code = 128 - code if code < 0 else code
-    return exit_code, False, parse_report(bytes(report))
+    return exit_code, False, parse_report(bytes(report.data))
 
 
 async def finish(running: Running) -> None:
     """Kill what is left of the command, reap it and release its pipes (idempotent)."""
     process = running.process
-    if process.returncode is None:
+    if not process.reap():
         kill_group(process)
-    with anyio.move_on_after(10):
-        await process.wait()
+        with anyio.move_on_after(10):
+            await process.wait()
     if process.returncode is not None:
         process.close()
     if running.report_fd >= 0:

@@ -39,13 +39,14 @@ Errors
 
 from __future__ import annotations
 
+import errno
 import json
+import socket
 import struct
 from typing import Any
 
 import anyio
-from anyio.abc import ByteStream
-from anyio.streams.buffered import BufferedByteReceiveStream
+from anyio.abc import ByteStream, SocketAttribute
 
 PROTOCOL = "toolcage-shell"
 VERSION = 1
@@ -53,6 +54,7 @@ MAX_FRAME_BYTES = 16 * 1024 * 1024
 POLICY_REFUSED = "policy"
 """The error code of a command the daemon's shell policy refuses."""
 _HEADER = struct.Struct(">I")
+_READ_BYTES = 65536
 
 
 class ProtocolError(Exception):
@@ -86,45 +88,80 @@ def decode_body(body: bytes) -> dict[str, Any]:
 
 
 class FrameStream:
-    """Frames over a byte stream; sends are serialised so overlapping responses stay whole."""
+    """Frames over a byte stream; sends are serialised so overlapping responses stay whole.
+
+    Reads take whatever the stream holds (up to a whole frame, at least 64 KiB), so a
+    frame usually arrives in one read, and frames that came together are split here. A
+    frame is written straight to the socket as far as its buffer takes it, and only the
+    rest (if any) waits on the event loop.
+    """
 
     def __init__(self, stream: ByteStream, *, max_frame: int = MAX_FRAME_BYTES) -> None:
         self.stream = stream
         self.max_frame = max_frame
-        self._receive = BufferedByteReceiveStream(stream)
-        self._send_lock = anyio.Lock()
+        self._buffer = bytearray()
+        raw = SocketAttribute.raw_socket
+        self._socket: socket.socket | None = stream.extra(raw, None)  # noqa: S610 - anyio's
+        """The stream's socket, if it is one: small frames are written to it directly."""
+        self._send_lock = anyio.Lock(fast_acquire=True)
+        """Taken without a trip through the event loop when no other send holds it."""
 
     async def receive(self) -> dict[str, Any] | None:
         """The next message; ``None`` at a clean end of stream (between frames)."""
-        try:
-            header = await self._receive.receive_exactly(_HEADER.size)
-        except anyio.IncompleteRead:
-            if self._receive.buffer:
-                raise ProtocolError(
-                    "truncated_frame", "stream ended inside a frame header", fatal=True
-                ) from None
-            return None
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            return None
-        (length,) = _HEADER.unpack(header)
+        buffer = self._buffer
+        while len(buffer) < _HEADER.size:
+            if not await self._fill(_HEADER.size - len(buffer)):
+                if buffer:
+                    raise ProtocolError(
+                        "truncated_frame", "stream ended inside a frame header", fatal=True
+                    )
+                return None
+        (length,) = _HEADER.unpack_from(buffer)
         if length == 0 or length > self.max_frame:
             raise ProtocolError(
                 "frame_too_large",
                 f"frame length {length} is outside 1..{self.max_frame}",
                 fatal=True,
             )
-        try:
-            body = await self._receive.receive_exactly(length)
-        except (anyio.IncompleteRead, anyio.EndOfStream):
-            raise ProtocolError(
-                "truncated_frame", f"stream ended inside a {length}-byte frame", fatal=True
-            ) from None
+        end = _HEADER.size + length
+        while len(buffer) < end:
+            if not await self._fill(end - len(buffer)):
+                raise ProtocolError(
+                    "truncated_frame", f"stream ended inside a {length}-byte frame", fatal=True
+                )
+        body = bytes(buffer[_HEADER.size : end])
+        del buffer[:end]
         return decode_body(body)
+
+    async def _fill(self, missing: int) -> bool:
+        """Read once more into the buffer; false at the end of the stream."""
+        try:
+            chunk = await self.stream.receive(max(_READ_BYTES, missing))
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return False
+        self._buffer += chunk
+        return True
 
     async def send(self, message: dict[str, Any]) -> None:
         frame = encode_frame(message)
         async with self._send_lock:
-            await self.stream.send(frame)
+            sent = self._send_now(frame)
+            if sent < len(frame):
+                await self.stream.send(frame[sent:])
+
+    def _send_now(self, frame: bytes) -> int:
+        """Write what the socket takes at once (anyio's send first passes through the
+        event loop); how many bytes that was."""
+        if self._socket is None:
+            return 0
+        try:
+            return self._socket.send(frame)
+        except BlockingIOError:
+            return 0
+        except OSError as exc:
+            if exc.errno == errno.EBADF:
+                raise anyio.ClosedResourceError from None
+            raise anyio.BrokenResourceError from exc
 
     async def aclose(self) -> None:
         await self.stream.aclose()

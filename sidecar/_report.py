@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 REPORT_BYTES = 256 * 1024
 """A larger report (cwd and environment) is ignored."""
 
+_PLAIN = re.compile(rb'declare -x ([A-Za-z_][A-Za-z0-9_]*)="([^"\\$`]*)"\n')
+"""The usual line: an exported variable whose double-quoted value needs no unescaping."""
 _DECLARATION = re.compile(rb"(?:declare -([a-zA-Z]+)|export) ([A-Za-z_][A-Za-z0-9_]*)(=?)")
 _SIMPLE = {
     ord("a"): b"\a", ord("b"): b"\b", ord("e"): b"\x1b", ord("E"): b"\x1b", ord("f"): b"\f",
@@ -56,6 +58,11 @@ def parse_report(data: bytes) -> Report | None:
 def _variables(data: bytes, pos: int) -> dict[str, str]:
     env: dict[str, str] = {}
     while pos < len(data):
+        plain = _PLAIN.match(data, pos)
+        if plain is not None:
+            env[plain[1].decode()] = plain[2].decode("utf-8")
+            pos = plain.end()
+            continue
         match = _DECLARATION.match(data, pos)
         if match is None:
             raise ReportError(f"unexpected text at {pos}")

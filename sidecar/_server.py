@@ -15,6 +15,7 @@ runtime and speaks to the socket directly meets the same policy.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
-from anyio.abc import SocketAttribute, SocketStream, TaskStatus
+from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup, TaskStatus
 from toolcage.policies import ShellPolicyViolation
 
 from ._protocol import POLICY_REFUSED, PROTOCOL, VERSION, FrameStream, ProtocolError, error
@@ -98,6 +99,29 @@ def prepare_socket_path(path: Path) -> None:
         probe.close()
 
 
+def listen_unix(path: Path) -> socket.socket:
+    """A listening socket at ``path``, mode ``0600`` from its creation.
+
+    Bound here, on the caller's thread: anyio's ``create_unix_listener`` binds in a worker
+    thread, which then stays for the daemon's life -- and every uid switch around a
+    command's start (:mod:`._child`) has glibc interrupt each thread of the process.
+    """
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        old_umask = os.umask(0o177)
+        try:
+            sock.bind(str(path))
+        finally:
+            os.umask(old_umask)
+        os.chmod(path, 0o600)
+        sock.listen(128)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 def peer_uid(stream: SocketStream) -> int:
     raw = stream.extra(SocketAttribute.raw_socket)  # noqa: S610 - anyio's typed attributes
     creds = raw.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size)
@@ -134,11 +158,7 @@ class SidecarServer:
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         prepare_socket_path(self.socket_path)
-        old_umask = os.umask(0o177)
-        try:
-            listener = await anyio.create_unix_listener(self.socket_path, mode=0o600)
-        finally:
-            os.umask(old_umask)
+        listener = await SocketListener.from_socket(listen_unix(self.socket_path))
         try:
             async with listener, anyio.create_task_group() as tg:
                 self.service.jobs_group = tg
@@ -167,19 +187,35 @@ class SidecarServer:
             if not await self._handshake(frames):
                 return
             async with anyio.create_task_group() as requests:
-                while True:
-                    try:
-                        message = await frames.receive()
-                    except ProtocolError as exc:
-                        await _send(frames, error(exc.code, exc.message))
-                        if exc.fatal:
-                            break
-                        continue
-                    if message is None:
-                        break
-                    requests.start_soon(self._dispatch, frames, message)
-                # the client is gone: whatever it was waiting for is killed
-                requests.cancel_scope.cancel()
+                requests.start_soon(self._requests, frames, requests)
+
+    async def _requests(self, frames: FrameStream, requests: TaskGroup) -> None:
+        """Read the next request and answer it, while a new task of this kind reads on.
+
+        Each request is answered in the task that read it -- with no hand-off to another
+        task before it starts -- and requests still overlap: the next one is read by a task
+        started for it as soon as this one first waits (starting a task costs more than a
+        short request, so it is left to the event loop's next turn). At the end of the
+        stream the connection's requests are cancelled, which kills the commands they
+        started.
+        """
+        while True:
+            try:
+                message = await frames.receive()
+            except ProtocolError as exc:
+                await _send(frames, error(exc.code, exc.message))
+                if exc.fatal:
+                    break
+                continue
+            if message is None:
+                break
+            asyncio.get_running_loop().call_soon(
+                requests.start_soon, self._requests, frames, requests
+            )
+            await self._dispatch(frames, message)
+            return
+        # the client is gone: whatever it was waiting for is killed
+        requests.cancel_scope.cancel()
 
     async def _handshake(self, frames: FrameStream) -> bool:
         try:

@@ -32,7 +32,7 @@ from anyio.abc import TaskGroup
 from toolcage.policies import ShellLimits, protected_env_reason
 
 from ._output import HeadTail, Ring
-from ._process import Running, finish, kill_group, pump, start, supervise
+from ._process import Running, finish, kill_group, start, supervise, watch
 from ._sandbox import PATH, Sandbox
 
 logger = logging.getLogger("toolcage.sidecar")
@@ -157,9 +157,15 @@ class ShellService:
         session, created = self.open(name)
         stdout, stderr = HeadTail(output_bytes), HeadTail(output_bytes)
         started = time.monotonic()
-        async with self._slots:
+        try:
+            self._slots.acquire_nowait()  # a free slot is taken without a trip through the loop
+        except anyio.WouldBlock:
+            await self._slots.acquire()
+        try:
             running = await self._start(session, command)
             exit_code, timed_out, report = await supervise(running, stdout, stderr, seconds)
+        finally:
+            self._slots.release()
         if report is not None and name in self.sessions:
             self._carry(session, report.cwd, report.env)
         return {
@@ -224,14 +230,12 @@ class ShellService:
     async def _run_job(self, job: Job) -> None:
         process = job.running.process
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(pump, process.stdout, _Notify(job.stdout, job))
-                tg.start_soon(pump, process.stderr, _Notify(job.stderr, job))
-                with anyio.move_on_after(self.limits.background_seconds) as scope:
-                    await process.wait()
-                if scope.cancelled_caught or self.kill_leftovers:
-                    kill_group(process)
-                tg.cancel_scope.deadline = anyio.current_time() + 2.0
+            await watch(
+                job.running,
+                _Notify(job.stdout, job),
+                _Notify(job.stderr, job),
+                self.limits.background_seconds,
+            )
         finally:
             with anyio.CancelScope(shield=True):
                 await finish(job.running)

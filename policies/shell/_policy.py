@@ -15,6 +15,11 @@ name, passes that program's argument rules (:mod:`._programs`), assigns no prote
 variable and redirects only where the syntax settings allow. The first refusal is raised
 as :class:`ShellPolicyViolation` naming the offending part.
 
+A policy's settings are fixed when it is built, so it keeps its verdicts on the last
+:data:`CACHED_VERDICTS` command texts it decided: the same text checked again (by the
+runtime's security check and then by the tool, or by a model that repeats itself) is
+answered without a second parse, allowed or refused alike.
+
 Absolute and relative paths as command names (``/usr/bin/git``, ``./build.sh``) are always
 refused: a name is looked up on the sandbox's fixed ``PATH``, so one name means one
 program, and a path could name a copy, a link or a file the command itself just wrote.
@@ -38,6 +43,8 @@ from ._programs import RULES, Script
 from ._words import Redirect, ShellPolicyViolation, SimpleCommand
 
 MAX_SCRIPT_NESTING = 4
+CACHED_VERDICTS = 256
+"""How many command texts a policy remembers its verdict on."""
 _WRITES = frozenset({">", ">>", "&>", "&>>", ">|", "<>", ">&"})
 _DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin"})
 
@@ -61,10 +68,24 @@ class ShellPolicy:
         *,
         workspace: str = "/workspace",
     ) -> None:
-        self.allowed = allowed
-        self.syntax = syntax or ShellSyntax()
-        self.workspace = workspace.rstrip("/") or "/"
+        self._allowed = allowed
+        self._syntax = syntax or ShellSyntax()
+        self._workspace = workspace.rstrip("/") or "/"
+        self._verdicts: dict[str, ShellVerdict | tuple[str, str]] = {}
+        """Command text -> its verdict, or the refused part and the reason; oldest first."""
+
+    @property
+    def allowed(self) -> frozenset[str]:
+        return self._allowed
+
+    @property
+    def syntax(self) -> ShellSyntax:
+        return self._syntax
+
+    @property
+    def workspace(self) -> str:
         """Where commands see the workspace; absolute redirection targets must be inside."""
+        return self._workspace
 
     @classmethod
     def from_config(cls, config: ShellConfig, *, workspace: str = "/workspace") -> ShellPolicy:
@@ -72,8 +93,22 @@ class ShellPolicy:
 
     def check(self, command: str) -> ShellVerdict:
         """The verdict for ``command``; raises :class:`ShellPolicyViolation` to refuse."""
+        verdict = self._verdicts.get(command)
+        if verdict is None:
+            verdict = self._decide(command)
+            if len(self._verdicts) >= CACHED_VERDICTS:
+                del self._verdicts[next(iter(self._verdicts))]
+            self._verdicts[command] = verdict
+        if isinstance(verdict, tuple):
+            raise ShellPolicyViolation(*verdict)
+        return verdict
+
+    def _decide(self, command: str) -> ShellVerdict | tuple[str, str]:
         programs: list[str] = []
-        self._script(command, programs, nesting=0)
+        try:
+            self._script(command, programs, nesting=0)
+        except ShellPolicyViolation as exc:
+            return exc.part, exc.reason
         return ShellVerdict(command, tuple(programs))
 
     def _script(self, script: str, programs: list[str], *, nesting: int) -> None:

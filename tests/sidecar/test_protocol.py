@@ -181,6 +181,36 @@ class TestBrokenFrames:
         assert alive(daemon)
 
 
+class TestFrameBoundaries:
+    def test_frames_sent_in_one_write_are_each_answered(self, daemon: Daemon) -> None:
+        with daemon.handshake() as sock:
+            sock.sendall(b"".join(encode_frame({"id": i, "op": "ping"}) for i in (1, 2, 3)))
+            replies = [read_frame(sock) for _ in range(3)]
+        assert sorted(r["id"] for r in replies if r is not None and r["ok"]) == [1, 2, 3]
+
+    def test_a_frame_written_a_byte_at_a_time_is_read_whole(self, daemon: Daemon) -> None:
+        with daemon.handshake() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+            for byte in encode_frame({"id": 7, "op": "ping"}):
+                sock.sendall(bytes([byte]))
+            reply = read_frame(sock)
+        assert reply is not None
+        assert reply["id"] == 7
+        assert reply["ok"] is True
+
+    def test_a_frame_after_a_bad_one_in_the_same_write_is_answered(self, daemon: Daemon) -> None:
+        with daemon.handshake() as sock:
+            body = b"[1]"
+            sock.sendall(
+                struct.pack(">I", len(body)) + body + encode_frame({"id": 2, "op": "ping"})
+            )
+            first, second = read_frame(sock), read_frame(sock)
+        assert first is not None
+        assert first["error"]["code"] == "bad_frame"
+        assert second is not None
+        assert second["id"] == 2
+
+
 class TestPeerCredentials:
     @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another uid")
     def test_another_uid_cannot_even_reach_the_socket(self, daemon: Daemon) -> None:

@@ -133,3 +133,29 @@ async def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+async def test_the_sidecar_starts_commands_from_its_only_thread() -> None:
+    # Each command starts with a switch of the sidecar's uids, which glibc applies to every
+    # thread of the process by interrupting it: the sidecar keeps no thread besides its own.
+    workspace = make_workspace()
+    async with Runtime.from_config(config_for(workspace)) as runtime:
+        assert (await shell(runtime, "echo one")).startswith("one")
+        pid = daemon_pid(runtime)
+        assert os.listdir(f"/proc/{pid}/task") == [str(pid)]
+        assert (await shell(runtime, "echo two")).startswith("two")
+        assert os.listdir(f"/proc/{pid}/task") == [str(pid)]
+
+
+async def test_a_command_repeated_gets_the_same_verdict_each_time() -> None:
+    workspace = make_workspace()
+    async with Runtime.from_config(config_for(workspace)) as runtime:
+        refusals = [
+            await runtime.execute("shell_exec", {"command": "curl http://127.0.0.1/"})
+            for _ in range(3)
+        ]
+        for _ in range(3):
+            await shell(runtime, "echo x >> runs.txt")
+    assert [r.envelope()["error_type"] for r in refusals] == ["permission_denied"] * 3
+    assert len({r.output_text for r in refusals}) == 1
+    assert (workspace / "runs.txt").read_text() == "x\n" * 3
