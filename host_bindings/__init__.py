@@ -5,13 +5,16 @@ from toolcage.policies._public import publish
 
 from ._abi import ABI_VERSION, AbiError, module_name
 from ._base import CallResources, CallState, HostBinding, current_call
+from ._channel import Channel, ChannelMessage, MessageKind
 from ._clock import ClockBinding, host_timezone
 from ._fs import FsBinding
 from ._grants import HostBindings, UnknownCapability
 from ._http import HttpBinding
 from ._http_client import EgressClient, HttpFailure, HttpResponse
+from ._media import MediaBinding, media_message
 from ._notes import MemoryBinding
 from ._progress import LogBinding, ProgressBinding
+from ._schedules import SchedulerBinding
 from ._scratchpad import ScratchpadBinding
 from ._search import SearchBinding
 from ._state import StateServices
@@ -23,6 +26,8 @@ __all__ = [
     "AbiError",
     "CallResources",
     "CallState",
+    "Channel",
+    "ChannelMessage",
     "ClockBinding",
     "EgressClient",
     "FsBinding",
@@ -32,8 +37,11 @@ __all__ = [
     "HttpFailure",
     "HttpResponse",
     "LogBinding",
+    "MediaBinding",
     "MemoryBinding",
+    "MessageKind",
     "ProgressBinding",
+    "SchedulerBinding",
     "ScratchpadBinding",
     "SearchBinding",
     "StateServices",
@@ -42,6 +50,7 @@ __all__ = [
     "VaultBinding",
     "current_call",
     "host_timezone",
+    "media_message",
     "module_name",
 ]
 

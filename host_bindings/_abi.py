@@ -16,15 +16,21 @@ to v1 and a guest built against v1 keeps linking::
                             result(buf_ptr i32, buf_len i32)           -> i32  bytes copied
     toolcage_vault_v1       copy(req_ptr i32, req_len i32)             -> i32  result length
                             result(buf_ptr i32, buf_len i32)           -> i32  bytes copied
+    toolcage_scheduler_v1   create|search|edit|delete|runs|run_output(req_ptr, req_len)
+                                                                       -> i32  result length
+                            result(buf_ptr i32, buf_len i32)           -> i32  bytes copied
+    toolcage_channel_v1     send(meta_ptr, meta_len, data_ptr, data_len) -> i32 result length
+                            result(buf_ptr i32, buf_len i32)           -> i32  bytes copied
     toolcage_progress_v1    report(msg_ptr i32, msg_len i32, frac f64) -> i32  0
     toolcage_log_v1         write(level i32, msg_ptr i32, msg_len i32) -> i32  0
     toolcage_fs_v1          read, stat, opendir, opendir_at, list, read_many, close:
                             binary, not JSON (see :mod:`._fs`)
 
-Requests and results are UTF-8 JSON in the guest's exported ``memory``. A call that
-produces a result keeps it host-side as the *pending result* of the current call; the
-guest allocates the returned length and fetches it with ``result``. Results are objects
-with ``"ok": true`` and data, or ``"ok": false`` with ``error_type`` (the envelope's
+Requests and results are UTF-8 JSON in the guest's exported ``memory`` (the file that
+``channel.send`` carries is raw bytes: see :mod:`._media`). A call that produces a result
+keeps it host-side as the *pending result* of the current call; the guest allocates the
+returned length and fetches it with ``result``. Results are objects with ``"ok": true``
+and data, or ``"ok": false`` with ``error_type`` (the envelope's
 vocabulary: ``permission_denied``, ``timeout``, ``validation_error``, ``execution_error``)
 and ``message``.
 

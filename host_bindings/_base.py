@@ -76,6 +76,9 @@ class CallState:
     """The conversation: the only scratchpad the scratchpad binding reaches."""
     agent_id: str = "default"
     """The agent profile making the call (vault grants are per agent)."""
+    channel_id: str | None = None
+    """The channel the turn came from: where the ``channel`` binding's media go, and the
+    channel a schedule created in the call notifies."""
 
     def release(self) -> None:
         """Close what host functions opened for the call; only once its guest has ended."""

@@ -17,8 +17,10 @@ from ._base import HostBinding
 from ._clock import ClockBinding
 from ._fs import FsBinding, RawDefiner, define_with_caller
 from ._http import HttpBinding
+from ._media import MediaBinding
 from ._notes import MemoryBinding
 from ._progress import LogBinding, ProgressBinding
+from ._schedules import BookOpener, SchedulerBinding
 from ._scratchpad import ScratchpadBinding
 from ._search import SearchBinding
 from ._state import StateServices
@@ -48,10 +50,12 @@ class HostBindings:
         *,
         define_raw: RawDefiner = define_with_caller,
         state: StateServices | None = None,
+        schedules: BookOpener | None = None,
     ) -> HostBindings:
         """The standard bindings under ``config``; ``define_raw`` defines the ``fs`` imports
         (see :class:`FsBinding`). With ``state`` (the runtime's one store), the ``memory``,
-        ``scratchpad`` and ``vault`` bindings share it."""
+        ``scratchpad`` and ``vault`` bindings share it; with ``schedules`` (the runtime's
+        schedule book), so does the ``scheduler`` binding."""
         policy = EgressPolicy(config.egress)
         standard: list[HostBinding] = [
             HttpBinding.from_policy(policy),
@@ -60,9 +64,12 @@ class HostBindings:
             FsBinding(define_raw),
             ProgressBinding(),
             LogBinding(),
+            MediaBinding(config.channel.max_media_bytes),
         ]
         if state is not None:
             standard += [MemoryBinding(state), ScratchpadBinding(state), VaultBinding(state)]
+        if schedules is not None:
+            standard.append(SchedulerBinding(schedules))
         return cls(standard, policy)
 
     @property

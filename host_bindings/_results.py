@@ -39,6 +39,17 @@ def define_json_calls(
 
         return call
 
+    signature = wasmtime.FuncType([I32, I32], [I32])
+    for name, handler in handlers.items():
+        call = answering(handler)
+        call.__name__ = name
+        linker.define_func(module, name, signature, guarded(call), True)
+    define_result(linker, module, pending)
+
+
+def define_result(linker: wasmtime.Linker, module: str, pending: PendingResults) -> None:
+    """Define ``module.result``: copy out the call's pending result of ``pending``."""
+
     @guarded
     def result(caller: wasmtime.Caller, ptr: int, capacity: int) -> int:
         state = call_state()
@@ -46,9 +57,4 @@ def define_json_calls(
         pending.drop(state)
         return written
 
-    signature = wasmtime.FuncType([I32, I32], [I32])
-    for name, handler in handlers.items():
-        call = answering(handler)
-        call.__name__ = name
-        linker.define_func(module, name, signature, guarded(call), True)
-    linker.define_func(module, "result", signature, result, True)
+    linker.define_func(module, "result", wasmtime.FuncType([I32, I32], [I32]), result, True)

@@ -4,7 +4,9 @@ Policies decide -- data in, verdict out -- and import nothing of the rest of too
 """
 
 from ._addresses import blocked_reason
+from ._channel import ChannelConfig
 from ._config import (
+    AgentConfig,
     ApprovalConfig,
     ConfigError,
     LimitsConfig,
@@ -14,6 +16,7 @@ from ._config import (
     ToolOverride,
     load_config,
 )
+from ._delegation import DelegationConfig
 from ._egress import (
     EgressConfig,
     EgressPolicy,
@@ -25,6 +28,7 @@ from ._limits import ToolLimits, ToolLimitsTable
 from ._mounts import GrantedMount, MountArea, MountError, MountPolicy, MountsConfig
 from ._paths import PathPolicyViolation, canonical_guest_path
 from ._public import publish
+from ._scheduler import SchedulerConfig
 from ._state import EmbedderConfig, StateConfig, VaultConfig
 from ._truncation import truncation_marker
 from .shell import (
@@ -39,8 +43,11 @@ from .shell import (
 )
 
 __all__ = [
+    "AgentConfig",
     "ApprovalConfig",
+    "ChannelConfig",
     "ConfigError",
+    "DelegationConfig",
     "EgressConfig",
     "EgressPolicy",
     "EgressRules",
@@ -55,6 +62,7 @@ __all__ = [
     "MountsConfig",
     "OutputStoreConfig",
     "PathPolicyViolation",
+    "SchedulerConfig",
     "ShellConfig",
     "ShellLimits",
     "ShellMode",

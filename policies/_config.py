@@ -18,8 +18,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ._channel import ChannelConfig
+from ._delegation import DelegationConfig
 from ._egress import EgressConfig
 from ._mounts import MountsConfig
+from ._scheduler import SchedulerConfig
 from ._state import StateConfig
 from .shell import ShellConfig
 
@@ -80,6 +83,13 @@ class AgentConfig(_Section):
 
     tools: tuple[str, ...]
     """The tools this agent may call; every other tool is ``not_found`` for it."""
+    model: str = "default"
+    """The model it runs on when ``delegate_to_agent`` hands it a goal: a name among the
+    model clients the host gives ``Runtime.from_config(models=...)``."""
+    system_prompt: str = ""
+    """Its system prompt in a delegated turn."""
+    description: str = ""
+    """What it is good at, shown to the models that may delegate to it."""
 
 
 class LoopLimits(_Section):
@@ -116,6 +126,9 @@ class ToolcageConfig(_Section):
     egress: EgressConfig = EgressConfig()
     mounts: MountsConfig = MountsConfig()
     state: StateConfig = StateConfig()
+    scheduler: SchedulerConfig = SchedulerConfig()
+    channel: ChannelConfig = ChannelConfig()
+    delegation: DelegationConfig = DelegationConfig()
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Directory that relative paths resolve against (the config file's own directory)."""
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from contextlib import AsyncExitStack
 
+from toolcage.host_bindings import Channel
 from toolcage.policies import MountPolicy, ToolcageConfig, ToolLimitsTable
 
 from ._output_store import OutputStore, ToolOutputRead
@@ -27,9 +28,11 @@ def load_builtins(
     output_store: OutputStore,
     stack: AsyncExitStack,
     tool_limits: ToolLimitsTable,
+    *,
+    channel: Channel | None = None,
 ) -> tuple[list[Tool], list[SecurityCheck]]:
     """Build the built-in tools and the security checks for ``config``; the tools take
-    their limits from ``tool_limits``."""
+    their limits from ``tool_limits``, and ``send_media`` sends through ``channel``."""
     mounts = MountPolicy.from_config(config)
     tools: list[Tool] = [ToolOutputRead(output_store, page_limit=config.limits.truncate_bytes)]
     checks: list[SecurityCheck] = []
@@ -37,5 +40,5 @@ def load_builtins(
     shell_tools, shell_checks = shell_builtins(config, stack, tool_limits=tool_limits)
     tools += shell_tools
     checks += shell_checks
-    tools += wasm_builtins(config, stack, mounts=mounts, tool_limits=tool_limits)
+    tools += wasm_builtins(config, stack, mounts=mounts, tool_limits=tool_limits, channel=channel)
     return tools, checks

@@ -12,8 +12,9 @@ from collections.abc import Iterable, Mapping
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
+from toolcage.host_bindings import Channel
 from toolcage.policies import ConfigError, ToolcageConfig, ToolLimitsTable, load_config
 
 from ._approval import ApprovalPolicy, SafetyGate
@@ -26,6 +27,9 @@ from ._registry import ToolRegistry
 from ._result import ToolResult
 from ._security import SecurityCheck
 from ._tool import Tool, ToolCall, ToolExecutionContext
+
+if TYPE_CHECKING:
+    from ._model_client import ModelClient
 
 DEFAULT_CONTEXT = ToolExecutionContext()
 
@@ -83,19 +87,30 @@ class Runtime:
         *,
         approval: ApprovalPolicy | None = None,
         tools: Iterable[Tool] = (),
+        channel: Channel | None = None,
+        models: Mapping[str, ModelClient] | None = None,
     ) -> Runtime:
         """A runtime with the built-in tools under the policies of a config file.
 
         ``path=None`` uses the embedded defaults (a ``./workspace`` directory mounted at
         ``/workspace``). Extra host ``tools`` are registered beside the built-in ones; pass
-        here any host tool the config names. Raises :class:`ConfigError` for a config that
-        cannot be read or that does not fit this runtime (see :mod:`._config_check`).
+        here any host tool the config names. ``channel`` is where ``send_media`` sends
+        files. ``models`` are the model clients ``[agents.*]`` profiles run on (by their
+        ``model`` name): with them and at least one agent, ``delegate_to_agent`` exists.
+        Raises :class:`ConfigError` for a config that cannot be read or that does not fit
+        this runtime (see :mod:`._config_check`).
         """
         config = path if isinstance(path, ToolcageConfig) else load_config(path)
         stack = AsyncExitStack()
         store = OutputStore.from_config(config.output_store)
         tool_limits = ToolLimitsTable.from_config(config)
-        builtin_tools, checks = load_builtins(config, store, stack, tool_limits)
+        builtin_tools, checks = load_builtins(config, store, stack, tool_limits, channel=channel)
+        delegate = None
+        if models is not None and config.agents:
+            from ._delegate import DelegateToAgent  # the agent loop, only for hosts that use it
+
+            delegate = DelegateToAgent(config, models)
+            builtin_tools.append(delegate)
         all_tools = [*builtin_tools, *tools]
         try:
             check_config(config, {tool.schema().name for tool in all_tools})
@@ -113,6 +128,8 @@ class Runtime:
         )
         for agent_id, agent in config.agents.items():
             runtime.registry.enable_only(agent_id, agent.tools)
+        if delegate is not None:
+            delegate.attach(runtime)
         return runtime
 
     def register(self, tool: Tool) -> None:

@@ -102,6 +102,8 @@ class ToolExecutionContext:
     """Id of the current tool call (set by the pipeline)."""
     metadata: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """Free-form host data, read-only."""
+    delegation_depth: int = 0
+    """How many ``delegate_to_agent`` turns this call runs beneath (0: the host's own turn)."""
 
     def for_call(self, call_id: str, progress: ProgressCallback) -> ToolExecutionContext:
         """This context for one call (``dataclasses.replace``, without its per-call cost)."""
@@ -115,6 +117,7 @@ class ToolExecutionContext:
             progress,
             call_id,
             self.metadata,
+            self.delegation_depth,
         )
 
 

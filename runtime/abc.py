@@ -11,12 +11,14 @@
 :class:`ProviderAdapter`, :class:`StreamDecoder`
                        one provider's wire format, whole and streamed
 :class:`HostBinding`   a capability linked into a WASI guest (``http``, ``clock``, ...)
+:class:`Channel`       where messages to the user go: scheduled runs' notifications, media
+                       (:class:`~toolcage.runtime._channel.JsonLinesChannel` prints them)
 =====================  ===============================================================
 
 Each is a :class:`typing.Protocol`: implement the methods, no base class to inherit.
 """
 
-from toolcage.host_bindings import HostBinding
+from toolcage.host_bindings import Channel, HostBinding
 from toolcage.policies._public import publish
 
 from ._approval import ApprovalPolicy
@@ -28,6 +30,7 @@ from .providers.base import ProviderAdapter, StreamDecoder
 
 __all__ = [
     "ApprovalPolicy",
+    "Channel",
     "DeclaresNeeds",
     "HasPathArguments",
     "HostBinding",

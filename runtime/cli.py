@@ -4,6 +4,8 @@
     toolcage call NAME 'JSON' [--config FILE] [--approve]
     toolcage call --jsonl [--config FILE] [--approve]   one {"tool", "arguments", "id"} per line
     toolcage check [--config FILE]                        is this machine ready for the config?
+    toolcage scheduler [--config FILE] --provider P --base-url URL --model M
+                                                          fire due schedules until SIGTERM
     toolcage sidecar ...                                  the shell daemon
 
 ``call`` prints the result envelope as JSON and exits 0 on success, 1 on a tool error (with
@@ -37,6 +39,7 @@ from ._jsonl import (
 )
 from ._result import ToolResult
 from ._runtime import DEFAULT_CONTEXT, Runtime
+from ._scheduler_args import add_parser as add_scheduler_parser
 from ._setup_check import run_checks
 
 EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE = 0, 1, 2
@@ -69,6 +72,10 @@ def _main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.command == "check":
         return anyio.run(run_checks, args.config, sys.stdout)
+    if args.command == "scheduler":
+        from ._scheduler_cli import run_scheduler  # the agent loop, only for this command
+
+        return run_scheduler(args)
     try:
         runtime = Runtime.from_config(args.config)
     except (ConfigError, UsageError) as exc:
@@ -106,6 +113,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     for sub in (tools, call, check):
         sub.add_argument("--config", metavar="FILE", help="operator config (TOML)")
+    add_scheduler_parser(commands)
     # Handed to the sidecar's own parser before this one runs; listed here for --help.
     commands.add_parser("sidecar", help="run the shell daemon (toolcage sidecar --help)")
     return parser

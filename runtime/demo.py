@@ -3,9 +3,9 @@
 A model-like script of tool calls goes through the real pipeline -- WASI-sandboxed file
 tools on the default ``./workspace`` mount, a refused path traversal, the clock, one
 approved shell command in the sandboxed sidecar, and the agent's memory (save, search,
-update, delete) and scratchpad in the embedded state store (``./.toolcage/state.db``) --
-and every result envelope is printed. ``$note_id`` in arguments stands for the id of the
-note the script saved last.
+update, delete) and scratchpad in the embedded state store (``./.toolcage/state.db``), and
+a schedule created and listed there -- and every result envelope is printed. ``$note_id``
+in arguments stands for the id of the note the script saved last.
 """
 
 from __future__ import annotations
@@ -64,6 +64,18 @@ SCRIPT: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("scratchpad_read", {}, "read them back"),
     ("scratchpad_clear", {}, "and clear the pad"),
+    (
+        "schedule_create",
+        {
+            "goal": "Summarise the unread mail in my inbox in five bullet points.",
+            "cadence_type": "cron",
+            "cadence_value": "0 9 * * 1-5",
+            "timezone": "Europe/Paris",
+            "name": "weekday inbox summary",
+        },
+        "schedule a goal for every weekday at 9:00 Paris time",
+    ),
+    ("schedule_search", {"status": "active"}, "list the active schedules"),
 ]
 
 

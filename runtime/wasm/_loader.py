@@ -7,14 +7,18 @@ and truncation from, with the guest defaults for the caps the operator left unse
 
 The memory, scratchpad and vault guests share the runtime's one state store
 (:class:`~toolcage.host_bindings.StateServices`), opened on a guest's first use and closed
-with the runtime; with ``[state] enabled = false`` those tools do not exist.
+with the runtime; with ``[state] enabled = false`` those tools do not exist. The scheduler
+guests keep their schedules in the same database (their own tables, their own
+connections, opened on first use too); they exist while both ``[state]`` and
+``[scheduler]`` are enabled. ``send_media`` sends through the host's channel.
 """
 
 from __future__ import annotations
 
 from contextlib import AsyncExitStack
 
-from toolcage.host_bindings import HostBindings, StateServices
+from toolcage.host_bindings import Channel, HostBindings, StateServices
+from toolcage.host_bindings._schedules import ScheduleBooks
 from toolcage.policies import MountPolicy, ToolcageConfig, ToolLimits, ToolLimitsTable
 
 from .._threads import run_in_worker
@@ -34,13 +38,17 @@ def wasm_builtins(
     *,
     mounts: MountPolicy,
     tool_limits: ToolLimitsTable,
+    channel: Channel | None = None,
 ) -> list[Tool]:
     """One :class:`WasmTool` per declared guest tool, under ``mounts`` and ``tool_limits``;
     the engine is closed with ``stack`` (its running guests stopped, its reservation
-    released)."""
+    released). ``send_media`` sends through ``channel``."""
     specs = discover_specs()
+    scheduling = config.state.enabled and config.scheduler.enabled
     if not config.state.enabled:
         specs = [spec for spec in specs if not StateServices.CAPABILITIES.intersection(spec.needs)]
+    if not scheduling:
+        specs = [spec for spec in specs if "scheduler" not in spec.needs]
     limits = {
         spec.decl.name: guest_limits(tool_limits.of(spec.decl.name, spec.timeout)) for spec in specs
     }
@@ -63,12 +71,23 @@ def wasm_builtins(
             stack.push_async_callback(run_in_worker, services.close)
 
         state = services = StateServices(config.state, config.base_dir, on_open=on_state_open)
-    bindings = HostBindings.from_config(config, define_raw=define_raw_func, state=state)
+    schedules = None
+    if scheduling:
+
+        def on_books_open() -> None:
+            stack.push_async_callback(run_in_worker, books.close)
+
+        schedules = books = ScheduleBooks.from_config(config, on_open=on_books_open)
+    bindings = HostBindings.from_config(
+        config, define_raw=define_raw_func, state=state, schedules=schedules
+    )
     tools: list[Tool] = []
     for spec in specs:
         name = spec.decl.name
         granted = bindings.granted(name, [n for n in spec.needs if n not in NON_BINDING_NEEDS])
-        tools.append(WasmTool(spec, runner, mounts, bindings=granted, limits=limits[name]))
+        tools.append(
+            WasmTool(spec, runner, mounts, bindings=granted, limits=limits[name], channel=channel)
+        )
     return tools
 
 

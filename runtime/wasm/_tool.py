@@ -13,7 +13,9 @@ granted, and the call's mounts reach the ``fs`` binding through its :class:`Call
 ``mounts`` (the granted mounts as WASI preopens, for tools that write) and ``attachments``
 are not bindings (the attachments of the turn are added to the guest's arguments document
 under ``_attachments``, base64-encoded). A tool that changes a file declares it under
-``replaces`` and has it replaced atomically (:mod:`._commit`).
+``replaces`` and has it replaced atomically (:mod:`._commit`). A tool granted ``channel``
+sends the media its guest handed over to the runtime's :class:`Channel` once the guest has
+succeeded (see :mod:`toolcage.host_bindings._channel`).
 """
 
 from __future__ import annotations
@@ -29,11 +31,18 @@ from types import MappingProxyType
 from typing import Any, Literal, cast
 
 import anyio
-from toolcage.host_bindings import CallState, HostBinding
+from toolcage.host_bindings import (
+    CallState,
+    Channel,
+    ChannelMessage,
+    HostBinding,
+    MediaBinding,
+    media_message,
+)
 from toolcage.policies import MountPolicy
 
 from .._deadline import current_deadline
-from .._errors import PermissionDeniedError, UsageError
+from .._errors import PermissionDeniedError, ToolExecutionError, UsageError
 from .._result import ToolResult
 from .._tool import FunctionDecl, ProgressUpdate, SafetyTier, ToolExecutionContext
 from ._commit import ReplaceSpec
@@ -112,12 +121,15 @@ class WasmTool:
         *,
         bindings: Sequence[HostBinding] = (),
         limits: GuestLimits | None = None,
+        channel: Channel | None = None,
     ) -> None:
         self.spec = spec
         self.runner = runner
         self.mounts = mounts
         self.bindings = tuple(bindings)
         self.limits = GuestLimits(timeout=spec.timeout) if limits is None else limits
+        self.channel = channel
+        self._outbox = next((b for b in self.bindings if isinstance(b, MediaBinding)), None)
         # Preopens cost every call; a tool that reads through ``fs`` does without them.
         self._preopens = "mounts" in spec.needs
         # A read-only guest whose host calls never wait on the network may start on the
@@ -151,6 +163,11 @@ class WasmTool:
 
     async def execute(self, args: Mapping[str, Any], ctx: ToolExecutionContext) -> ToolResult:
         """Run the guest once with the ``args`` document."""
+        if self._outbox is not None and self.channel is None:
+            raise ToolExecutionError(
+                f"{self.name} cannot send anything: no channel is connected to this runtime "
+                "(the host passes one to Runtime.from_config(channel=...))"
+            )
         document = dict(args)
         if "attachments" in self.spec.needs:
             document["_attachments"] = [
@@ -179,6 +196,7 @@ class WasmTool:
                 user_id=ctx.user_id,
                 session_id=ctx.session_id,
                 agent_id=ctx.agent_id,
+                channel_id=ctx.channel_id,
             )
         try:
             result = await self.runner.run(
@@ -192,6 +210,10 @@ class WasmTool:
             )
             if replacement is not None:
                 replacement.commit()  # no await since the guest returned: see _commit
+            if self._outbox is not None and self.channel is not None and state is not None:
+                media = self._outbox.take(state)
+                if media and not result.is_error:
+                    await _send(self.channel, media_message(ctx.user_id, ctx.channel_id, media))
             return result
         except LinkError as exc:
             # The operator took a capability away ([egress.grants]): the tool cannot run.
@@ -199,6 +221,19 @@ class WasmTool:
         finally:
             if replacement is not None:
                 replacement.discard()
+            if self._outbox is not None and state is not None:
+                self._outbox.take(state)  # what a failed guest handed over is not sent
+
+
+async def _send(channel: Channel, message: ChannelMessage) -> None:
+    """Send the media a guest handed over to the call's channel."""
+    try:
+        await channel.send(message)
+    except Exception as exc:  # the embedder's connector: any failure is the call's
+        raise ToolExecutionError(
+            f"the channel could not send {message.text.removeprefix('sent ')}: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def _log_line(tool: str, level: str, message: str) -> None:

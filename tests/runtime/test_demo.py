@@ -39,10 +39,13 @@ def test_demo_runs_every_step_on_the_default_config(project: Path) -> None:
     assert out.count('"error_type": "permission_denied"') == 3
     assert out.count('"error_type": "validation_error"') == 1
     assert out.count('"error_type": "not_found"') == 1
-    assert out.count('"status": "success"') == 16
+    assert out.count('"status": "success"') == 18
     # ...and the agent's memory and scratchpad went through the embedded store.
     assert (project / ".toolcage/state.db").is_file()
     assert out.count('\\"text\\": \\"The user prefers green tea, no sugar.\\"') == 1
     assert out.count('\\"text\\": \\"The user now prefers jasmine tea.\\"') == 1
     assert '"result": "[]\\nkeyword-only search' in out
     assert '\\"items\\": [\\"read the config\\", \\"write the summary\\"]' in out
+    # ...and a schedule was created there and listed.
+    assert '\\"name\\": \\"weekday inbox summary\\", \\"next_run_at\\"' in out
+    assert '\\"total\\": 1, \\"remaining\\": 0' in out

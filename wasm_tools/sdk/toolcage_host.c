@@ -42,8 +42,12 @@ char *tch_search(const char *req, size_t len, int32_t *code) {
 
 const char *tch_relay(tch_request_fn request, tch_result_fn result, const char *capability,
                       const char *args, tc_buf *out) {
+    return tch_answer(request(args, (int32_t)strlen(args)), result, capability, out);
+}
+
+const char *tch_answer(int32_t n, tch_result_fn result, const char *capability, tc_buf *out) {
     int32_t code;
-    char *answer = take(request(args, (int32_t)strlen(args)), result, &code);
+    char *answer = take(n, result, &code);
     if (!answer) {
         tc_buf_printf(out, "the %s host call failed (ABI error %d)",
                       capability, (int)code);

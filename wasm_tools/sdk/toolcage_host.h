@@ -4,9 +4,10 @@
  *
  * Each capability is one import module (toolcage_fs_v1, toolcage_http_v1, toolcage_clock_v1,
  * toolcage_search_v1, toolcage_progress_v1, toolcage_log_v1, toolcage_memory_v1,
- * toolcage_scratchpad_v1, toolcage_vault_v1). The host links only the
- * capabilities a tool is granted -- a tool declares them in its JSON declaration under
- * "needs" -- so a tool that uses an import it was not granted fails to instantiate.
+ * toolcage_scratchpad_v1, toolcage_vault_v1, toolcage_scheduler_v1, toolcage_channel_v1).
+ * The host links only the capabilities a tool is granted -- a tool declares them in its
+ * JSON declaration under "needs" -- so a tool that uses an import it was not granted fails
+ * to instantiate.
  * Only imports a tool actually calls end up in its module (the linker drops the rest).
  *
  * Requests and results are UTF-8 JSON. A request call returns the result's length (or a
@@ -53,6 +54,20 @@ TCH_IMPORT("toolcage_scratchpad_v1", "clear") int32_t toolcage_scratchpad_clear(
 TCH_IMPORT("toolcage_scratchpad_v1", "result") int32_t toolcage_scratchpad_result(char *buf, int32_t cap);
 TCH_IMPORT("toolcage_vault_v1", "copy") int32_t toolcage_vault_copy(const char *req, int32_t len);
 TCH_IMPORT("toolcage_vault_v1", "result") int32_t toolcage_vault_result(char *buf, int32_t cap);
+/* The scheduler: the call's user's schedules and their runs (requests are the tools'
+ * arguments; results carry the tool's output in "text"). */
+TCH_IMPORT("toolcage_scheduler_v1", "create") int32_t toolcage_scheduler_create(const char *req, int32_t len);
+TCH_IMPORT("toolcage_scheduler_v1", "search") int32_t toolcage_scheduler_search(const char *req, int32_t len);
+TCH_IMPORT("toolcage_scheduler_v1", "edit") int32_t toolcage_scheduler_edit(const char *req, int32_t len);
+TCH_IMPORT("toolcage_scheduler_v1", "delete") int32_t toolcage_scheduler_delete(const char *req, int32_t len);
+TCH_IMPORT("toolcage_scheduler_v1", "runs") int32_t toolcage_scheduler_runs(const char *req, int32_t len);
+TCH_IMPORT("toolcage_scheduler_v1", "run_output") int32_t toolcage_scheduler_run_output(const char *req, int32_t len);
+TCH_IMPORT("toolcage_scheduler_v1", "result") int32_t toolcage_scheduler_result(char *buf, int32_t cap);
+/* The channel: send `data` to the call's channel as an attachment described by the JSON
+ * `meta` ({"name", "mime_type"}); the result's "text" says what was sent. */
+TCH_IMPORT("toolcage_channel_v1", "send")
+int32_t toolcage_channel_send(const char *meta, int32_t meta_len, const char *data, int32_t data_len);
+TCH_IMPORT("toolcage_channel_v1", "result") int32_t toolcage_channel_result(char *buf, int32_t cap);
 TCH_IMPORT("toolcage_progress_v1", "report")
 int32_t toolcage_progress_report(const char *msg, int32_t len, double fraction);
 TCH_IMPORT("toolcage_log_v1", "write") int32_t toolcage_log_write(int32_t level, const char *msg, int32_t len);
@@ -120,6 +135,9 @@ typedef int32_t (*tch_request_fn)(const char *req, int32_t len);
 typedef int32_t (*tch_result_fn)(char *buf, int32_t cap);
 const char *tch_relay(tch_request_fn request, tch_result_fn result, const char *capability,
                       const char *args, tc_buf *out);
+/* The second half of tch_relay, for a request made some other way: `n` is what the request
+ * call returned (a result length or a negative code). */
+const char *tch_answer(int32_t n, tch_result_fn result, const char *capability, tc_buf *out);
 
 /* Progress (fraction < 0: unknown) and log lines (0 debug .. 3 error). */
 void tch_progress(const char *msg, double fraction);

@@ -1,0 +1,185 @@
+"""The schedule tables, their migrations, and rows to values and back (both backends').
+
+Instants are stored as integer microseconds since the epoch (``*_us`` columns): exact, and
+ordered by the ``schedules_due`` index, which holds only the rows a due-scan can return.
+Migrations are versioned under their own key in the state store's ``store_meta``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from toolcage.host_bindings._store._protocol import StoreError
+
+from ._model import (
+    CadenceType,
+    Notification,
+    RunRecord,
+    RunStatus,
+    Schedule,
+    ScheduleStatus,
+)
+
+VERSION_KEY = "scheduler_schema_version"
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # 1: schedules and their runs.
+    (
+        """CREATE TABLE schedules (
+            schedule_id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            goal TEXT NOT NULL,
+            cadence_type TEXT NOT NULL,
+            cadence_value TEXT NOT NULL,
+            timezone TEXT NOT NULL,
+            notification TEXT NOT NULL,
+            status TEXT NOT NULL,
+            channel_id TEXT,
+            next_run_us INTEGER,
+            created_us INTEGER NOT NULL,
+            updated_us INTEGER NOT NULL,
+            last_run_us INTEGER,
+            running_run_id TEXT
+        )""",
+        """CREATE INDEX schedules_due ON schedules (next_run_us)
+            WHERE status = 'active' AND running_run_id IS NULL""",
+        "CREATE INDEX schedules_by_user ON schedules (user_id, created_us)",
+        """CREATE TABLE schedule_runs (
+            run_id TEXT PRIMARY KEY,
+            schedule_id TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            occurrence_us INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            started_us INTEGER NOT NULL,
+            ended_us INTEGER,
+            lease_us INTEGER,
+            summary TEXT NOT NULL DEFAULT '',
+            cost REAL NOT NULL DEFAULT 0,
+            output TEXT NOT NULL DEFAULT '',
+            skipped INTEGER NOT NULL DEFAULT 0,
+            skipped_first_us INTEGER,
+            skipped_last_us INTEGER,
+            UNIQUE (schedule_id, occurrence_us)
+        )""",
+        "CREATE INDEX schedule_runs_by_schedule ON schedule_runs (schedule_id, started_us)",
+        "CREATE INDEX schedule_runs_leases ON schedule_runs (lease_us) WHERE status = 'running'",
+    ),
+)
+
+SCHEDULE_COLUMNS = (
+    "schedule_id, user_id, name, goal, cadence_type, cadence_value, timezone, notification,"
+    " status, channel_id, next_run_us, created_us, updated_us, last_run_us"
+)
+RUN_COLUMNS = (
+    "run_id, schedule_id, occurrence_us, status, started_us, ended_us, summary, cost,"
+    " length(output), skipped, skipped_first_us, skipped_last_us"
+)
+EDITABLE_COLUMNS = {
+    "name": "name",
+    "goal": "goal",
+    "cadence_type": "cadence_type",
+    "cadence_value": "cadence_value",
+    "timezone": "timezone",
+    "notification": "notification",
+    "status": "status",
+    "next_run_at": "next_run_us",
+    "updated_at": "updated_us",
+}
+SCHEDULE_OF_RUN = (
+    f"SELECT {', '.join('s.' + c.strip() for c in SCHEDULE_COLUMNS.split(','))}"
+    " FROM schedules AS s JOIN schedule_runs AS r ON r.schedule_id = s.schedule_id"
+    " WHERE r.run_id = ?"
+)
+LEASE_EXPIRED = "the scheduler running it stopped before it ended (its lease expired)"
+
+
+def to_us(moment: datetime | None) -> int | None:
+    if moment is None:
+        return None
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_us(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    return datetime.fromtimestamp(int(value) // 1_000_000, UTC).replace(
+        microsecond=int(value) % 1_000_000
+    )
+
+
+def from_us_required(value: Any) -> datetime:
+    moment = from_us(value)
+    if moment is None:
+        raise StoreError("a required instant is missing")
+    return moment
+
+
+def schedule_values(schedule: Schedule) -> tuple[object, ...]:
+    """The row of ``schedule``, in the order of the schedule columns."""
+    return (
+        schedule.schedule_id,
+        schedule.user_id,
+        schedule.name,
+        schedule.goal,
+        schedule.cadence_type.value,
+        schedule.cadence_value,
+        schedule.timezone,
+        schedule.notification.value,
+        schedule.status.value,
+        schedule.channel_id,
+        to_us(schedule.next_run_at),
+        to_us(schedule.created_at),
+        to_us(schedule.updated_at),
+        to_us(schedule.last_run_at),
+    )
+
+
+def column_value(value: object) -> object:
+    if isinstance(value, datetime):
+        return to_us(value)
+    if isinstance(value, (CadenceType, Notification, ScheduleStatus)):
+        return value.value
+    return value
+
+
+def schedule_row(row: Sequence[Any]) -> Schedule:
+    return Schedule(
+        schedule_id=str(row[0]),
+        user_id=str(row[1]),
+        name=str(row[2]),
+        goal=str(row[3]),
+        cadence_type=CadenceType(row[4]),
+        cadence_value=str(row[5]),
+        timezone=str(row[6]),
+        notification=Notification(row[7]),
+        status=ScheduleStatus(row[8]),
+        channel_id=None if row[9] is None else str(row[9]),
+        next_run_at=from_us(row[10]),
+        created_at=from_us_required(row[11]),
+        updated_at=from_us_required(row[12]),
+        last_run_at=from_us(row[13]),
+    )
+
+
+def run_row(row: Sequence[Any]) -> RunRecord:
+    return RunRecord(
+        run_id=str(row[0]),
+        schedule_id=str(row[1]),
+        occurrence_at=from_us_required(row[2]),
+        status=RunStatus(row[3]),
+        started_at=from_us_required(row[4]),
+        ended_at=from_us(row[5]),
+        summary=str(row[6]),
+        cost=float(row[7]),
+        output_chars=int(row[8]),
+        skipped=int(row[9]),
+        skipped_first=from_us(row[10]),
+        skipped_last=from_us(row[11]),
+    )
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -1,0 +1,207 @@
+"""The ``scheduler`` binding: the call's user's schedules, created, found, edited, deleted,
+and their runs read.
+
+Every request reaches only the schedules of the call's ``user_id`` (from its
+:class:`CallState`, never from the guest), so another user's schedule or run is an unknown
+id. A schedule created in a call remembers the call's ``channel_id``: its notifications go
+back to the channel the request came from. Requests are the tools' arguments::
+
+    create      {"goal", "cadence_type", "cadence_value", "name"?, "timezone"?, "notification"?}
+    search      {"name"?, "status"?, "cadence_type"?, "notification"?, "limit"?, "offset"?}
+    edit        {"schedule_id", any of "name", "goal", "cadence_type", "cadence_value",
+                 "timezone", "notification", "status"}
+    delete      {"schedule_id"}
+    runs        {"schedule_id", "limit"?}
+    run_output  {"run_id", "offset"?, "max_chars"?}
+
+Each result is ``{"ok": true, "text": JSON}`` with the tool's output, or ``{"ok": false,
+...}``: ``validation_error`` with a message a model can act on, ``not_found`` for an
+unknown (or another user's) id, ``execution_error`` when the store failed. The validation
+itself (cadences, time zones, limits) is :class:`~._scheduler.ScheduleBook`'s; the budgets
+of the runs are operator config, never part of a request.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import wasmtime
+from toolcage.policies import ToolcageConfig
+
+from ._abi import failed, module_name, ok
+from ._base import CallState
+from ._results import JsonHandler, define_json_calls
+from ._scheduler._api import EDITABLE, ScheduleBook
+from ._scheduler._clock import Clock, SystemClock
+from ._scheduler._model import ScheduleError
+from ._scheduler._open import open_schedule_store
+from ._scheduler._store import ScheduleStore
+from ._store import StoreError, StoreUnavailable
+
+BookOpener = Callable[[], ScheduleBook]
+"""The runtime's schedule book, its store opened on first use."""
+
+
+def _answering(handler: JsonHandler) -> JsonHandler:
+    """``handler`` with the scheduler's refusals and the store's failures as error results."""
+
+    @functools.wraps(handler)
+    def run(state: CallState, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return ok(text=json.dumps(handler(state, request), ensure_ascii=False))
+        except ScheduleError as exc:
+            return failed(exc.error_type, str(exc))
+        except StoreError as exc:
+            return failed("execution_error", str(exc))
+
+    return run
+
+
+class SchedulerBinding:
+    """Capability ``scheduler``: ``toolcage_scheduler_v1.create``/``search``/``edit``/
+    ``delete``/``runs``/``run_output``."""
+
+    name = "scheduler"
+
+    def __init__(self, book: BookOpener) -> None:
+        self._book = book
+
+    def define(self, linker: wasmtime.Linker) -> None:
+        define_json_calls(
+            linker,
+            module_name(self.name),
+            {
+                "create": _answering(self.create),
+                "search": _answering(self.search),
+                "edit": _answering(self.edit),
+                "delete": _answering(self.delete),
+                "runs": _answering(self.runs),
+                "run_output": _answering(self.run_output),
+            },
+        )
+
+    def create(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
+        """A new schedule of the call's user, notifying the call's channel."""
+        schedule = self._book().create(
+            state.user_id,
+            goal=request.get("goal"),
+            cadence_type=request.get("cadence_type"),
+            cadence_value=request.get("cadence_value"),
+            name=request.get("name"),
+            timezone=request.get("timezone"),
+            notification=request.get("notification"),
+            channel_id=state.channel_id,
+        )
+        shown = schedule.to_json()
+        return {
+            key: shown[key]
+            for key in ("schedule_id", "name", "next_run_at", "status", "timezone", "notification")
+        }
+
+    def search(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
+        """A page of the call's user's schedules."""
+        page = self._book().search(
+            state.user_id,
+            name=request.get("name"),
+            status=request.get("status"),
+            cadence_type=request.get("cadence_type"),
+            notification=request.get("notification"),
+            limit=request.get("limit", 20),
+            offset=request.get("offset", 0),
+        )
+        return page.to_json()
+
+    def edit(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
+        """Apply the request's fields to a schedule of the call's user."""
+        patch = {key: request[key] for key in EDITABLE if key in request}
+        schedule = self._book().edit(state.user_id, request.get("schedule_id"), patch)
+        return schedule.to_json()
+
+    def delete(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
+        """Delete a schedule of the call's user and its runs."""
+        schedule_id = request.get("schedule_id")
+        self._book().delete(state.user_id, schedule_id)
+        return {"schedule_id": schedule_id, "deleted": True}
+
+    def runs(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
+        """The latest runs of a schedule of the call's user, metadata only."""
+        schedule_id = request.get("schedule_id")
+        found = self._book().runs(state.user_id, schedule_id, request.get("limit", 5))
+        return {"schedule_id": schedule_id, "runs": [run.to_json() for run in found]}
+
+    def run_output(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
+        """A chunk of the full output of a run of the call's user."""
+        chunk = self._book().run_output(
+            state.user_id,
+            request.get("run_id"),
+            request.get("offset", 0),
+            request.get("max_chars", 4000),
+        )
+        return chunk.to_json()
+
+
+class ScheduleBooks:
+    """The runtime's one :class:`ScheduleBook`, its store opened on first use (so building
+    a runtime touches no file) and closed with :meth:`close`; ``on_open`` is told when it
+    was opened, so its owner can close it.
+
+    >>> books = ScheduleBooks.from_config(config)  # doctest: +SKIP
+    >>> books().search("ada").total   # the first use opens the store
+    >>> books.close()
+    """
+
+    def __init__(
+        self,
+        open_store: Callable[[], ScheduleStore],
+        *,
+        min_interval_secs: int,
+        clock: Clock | None = None,
+        on_open: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._open_store = open_store
+        self._min_interval_secs = min_interval_secs
+        self._clock = SystemClock() if clock is None else clock
+        self._on_open = on_open
+        self._lock = threading.Lock()
+        self._book: ScheduleBook | None = None
+        self._closed = False
+
+    @classmethod
+    def from_config(
+        cls, config: ToolcageConfig, *, on_open: Callable[[], None] = lambda: None
+    ) -> ScheduleBooks:
+        """The books in the ``[state]`` database, under ``[scheduler]``."""
+        url = config.state.store_url(config.base_dir)
+        return cls(
+            lambda: open_schedule_store(url, base_dir=config.base_dir),
+            min_interval_secs=config.scheduler.min_interval_secs,
+            on_open=on_open,
+        )
+
+    def __call__(self) -> ScheduleBook:
+        book = self._book
+        if book is not None:
+            return book
+        with self._lock:
+            if self._closed:
+                raise StoreUnavailable("schedules", "the runtime is closed")
+            if self._book is None:
+                self._book = ScheduleBook(
+                    self._open_store(),
+                    clock=self._clock,
+                    min_interval_secs=self._min_interval_secs,
+                )
+                self._on_open()
+            return self._book
+
+    def close(self) -> None:
+        """Close the store (idempotent); later calls find it closed."""
+        with self._lock:
+            self._closed = True
+            book, self._book = self._book, None
+        if book is not None:
+            book.store.close()

@@ -1,0 +1,24 @@
+"""The ``[channel]`` section: what tools may send back to the user's channel.
+
+::
+
+    [channel]
+    max_media_bytes = 10485760     # send_media refuses larger files
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MAX_MEDIA_BYTES = 16 << 20
+"""The most ``max_media_bytes`` may allow: what the ``send_media`` guest reads into its
+memory at most."""
+
+
+class ChannelConfig(BaseModel):
+    """The ``[channel]`` section."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_media_bytes: int = Field(10 << 20, gt=0, le=MAX_MEDIA_BYTES)
+    """Largest file ``send_media`` sends."""

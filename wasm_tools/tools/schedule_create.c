@@ -1,0 +1,9 @@
+/* schedule_create: create a schedule of the user (a goal run later, once or repeatedly).
+ * The host answers for the call's own user (toolcage_scheduler_v1.create). */
+#include "toolcage_host.h"
+
+static const char *run(const char *args, tc_buf *out) {
+    return tch_relay(toolcage_scheduler_create, toolcage_scheduler_result, "scheduler", args, out);
+}
+
+int main(void) { return tc_tool_main(run); }

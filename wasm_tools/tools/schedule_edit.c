@@ -1,0 +1,9 @@
+/* schedule_edit: change a schedule of the user; pause or resume it.
+ * The host answers for the call's own user (toolcage_scheduler_v1.edit). */
+#include "toolcage_host.h"
+
+static const char *run(const char *args, tc_buf *out) {
+    return tch_relay(toolcage_scheduler_edit, toolcage_scheduler_result, "scheduler", args, out);
+}
+
+int main(void) { return tc_tool_main(run); }
