@@ -12,8 +12,11 @@ Requests are the tools' arguments::
 and each result is ``{"ok": true, "text": ...}`` with the tool's output: a JSON object for
 ``save``/``update``/``delete``, a JSON array of ``{text, source, score, note_id, tags,
 created_at, updated_at}`` for ``search`` (with a second line saying so when the search was
-keyword-only), or ``{"ok": false, ...}`` with a ``validation_error`` a model can act on, or
-an ``execution_error`` when the store or the embedder failed.
+keyword-only). With ``include_conversation`` the array also holds the user's recorded
+conversation events (``source`` ``"conversation"``, ``note_id`` null, with their
+``session_id`` and ``role``), ranked with the notes. A refused request is ``{"ok": false,
+...}`` with a ``validation_error`` a model can act on, or an ``execution_error`` when the
+store or the embedder failed.
 """
 
 from __future__ import annotations
@@ -36,11 +39,14 @@ from ._note_text import (
 )
 from ._results import define_json_calls
 from ._state import InvalidRequest, StateServices, answering
+from ._store import ConversationHit, Embedder
 
 MAX_TOP_K = 20
+EVENTS_EMBEDDED_PER_SEARCH = 64
+"""A search with ``include_conversation`` embeds at most this many new events first."""
 KEYWORD_ONLY = (
     "keyword-only search: no embedder is configured ([state.embedder] kind), so only notes "
-    "sharing words with the query were found"
+    "(and conversation turns) sharing words with the query were found"
 )
 
 
@@ -121,13 +127,15 @@ class MemoryBinding:
         top_k = request.get("top_k", 5)
         if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= MAX_TOP_K:
             raise InvalidRequest(f"top_k must be a whole number from 1 to {MAX_TOP_K}")
-        if not isinstance(request.get("include_conversation", False), bool):
+        include_conversation = request.get("include_conversation", False)
+        if not isinstance(include_conversation, bool):
             raise InvalidRequest("include_conversation must be true or false")
         tags = tags_of(request.get("tags"))
         embedder = self._services.embedder
         vector = None if embedder is None else embedder.embed([query], state.deadline)[0]
         config = self._services.config
-        hits = self._services.store.search_notes(
+        store = self._services.store
+        hits = store.search_notes(
             state.user_id,
             query,
             vector,
@@ -137,11 +145,11 @@ class MemoryBinding:
             fts_weight=config.fts_weight,
             model=None if embedder is None else embedder.model,
         )
-        found = [
+        found: list[dict[str, Any]] = [
             {
                 "text": hit.text,
                 "source": "note",
-                "score": round(hit.score, 6),
+                "score": hit.score,
                 "note_id": hit.note_id,
                 "tags": list(hit.tags),
                 "created_at": hit.created_at,
@@ -149,8 +157,42 @@ class MemoryBinding:
             }
             for hit in hits
         ]
+        if include_conversation and not tags:  # events carry no tags: none matches a filter
+            if embedder is not None and config.vector_weight > 0:
+                self._embed_new_events(state, embedder)
+            events = store.search_conversation(
+                state.user_id,
+                query,
+                vector,
+                top_k=top_k,
+                vector_weight=config.vector_weight,
+                fts_weight=config.fts_weight,
+                model=None if embedder is None else embedder.model,
+            )
+            found = _fused(found, events, top_k)
+        for hit in found:
+            hit["score"] = round(hit["score"], 6)
         text = json.dumps(found, ensure_ascii=False)
         return ok(text=text if embedder is not None else f"{text}\n{KEYWORD_ONLY}")
+
+    def _embed_new_events(self, state: CallState, embedder: Embedder) -> None:
+        """Embed the user's newest conversation events that have no vector of the
+        embedder's model yet (at most :data:`EVENTS_EMBEDDED_PER_SEARCH`): turns are
+        recorded as text only, so the loop never waits on the embedder."""
+        store = self._services.store
+        pending = store.events_to_embed(
+            state.user_id, embedder.model, embedder.dimensions, EVENTS_EMBEDDED_PER_SEARCH
+        )
+        if pending:
+            vectors = embedder.embed([text for _, text in pending], state.deadline)
+            store.save_event_vectors(
+                state.user_id,
+                embedder.model,
+                [
+                    (event_id, vector)
+                    for (event_id, _), vector in zip(pending, vectors, strict=True)
+                ],
+            )
 
     def _embedded(
         self, content: str, deadline: float
@@ -161,6 +203,31 @@ class MemoryBinding:
         if embedder is None:
             return chunks, None, None
         return chunks, embedder.embed(chunks, deadline), embedder.model
+
+
+def _fused(
+    notes: list[dict[str, Any]], events: Sequence[ConversationHit], top_k: int
+) -> list[dict[str, Any]]:
+    """Notes and conversation events in one ranking: both scores are weighted reciprocal
+    ranks over a vector and a keyword list, so they compare; a note wins a tie."""
+    conversation: list[dict[str, Any]] = [
+        {
+            "text": event.text,
+            "source": "conversation",
+            "score": event.score,
+            "note_id": None,
+            "tags": [],
+            "created_at": event.created_at,
+            "updated_at": event.created_at,
+            "session_id": event.session_id,
+            "role": event.role,
+        }
+        for event in events
+    ]
+    ranked = sorted(
+        enumerate([*notes, *conversation]), key=lambda entry: (-entry[1]["score"], entry[0])
+    )
+    return [hit for _, hit in ranked[:top_k]]
 
 
 def _described(chunks: int, tags: Sequence[str]) -> str:

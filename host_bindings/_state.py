@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +137,18 @@ class StateServices:
                 if self._embedder is None:
                     self._embedder = make_embedder(self.config)
         return self._embedder
+
+    @property
+    def records_conversation(self) -> bool:
+        """Whether turns are recorded (``[state] record_conversation``)."""
+        return bool(self.config.record_conversation)
+
+    def record_turn(self, user_id: str, session_id: str, events: Sequence[tuple[str, str]]) -> int:
+        """Record a turn's ``(role, text)`` events in the store (opening it if need be),
+        when :attr:`records_conversation`; how many were stored."""
+        if not self.records_conversation or not events:
+            return 0
+        return self.store.record_events(user_id, session_id, events)
 
     def close(self) -> None:
         """Close the store and the embedder (idempotent); later calls find it closed."""

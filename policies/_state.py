@@ -10,6 +10,7 @@
     vector_weight = 1.0                  # how much vector similarity counts in hybrid search
     fts_weight = 1.0                     # how much the keyword rank counts
     chunk_chars = 1000                   # long notes are stored as chunks of at most this
+    record_conversation = true           # the agent loop records each turn for memory_search
 
     [state.embedder]
     kind = "openai"                      # "openai" (any /v1/embeddings server), "hash", "none"
@@ -187,6 +188,9 @@ class StateConfig(_Section):
     """Weight of the keyword (FTS5) ranking in hybrid search."""
     chunk_chars: int = Field(1000, ge=100, le=100_000)
     """Longest chunk a note is stored as, in characters."""
+    record_conversation: bool = True
+    """Whether the agent loop records each turn's user message and final answer, so
+    ``memory_search`` with ``include_conversation`` can find them."""
     embedder: EmbedderConfig = EmbedderConfig()
     vault: VaultConfig = VaultConfig()
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from contextlib import AsyncExitStack
 
-from toolcage.host_bindings import Channel
+from toolcage.host_bindings import Channel, StateServices
 from toolcage.policies import MountPolicy, ToolcageConfig, ToolLimitsTable
 
 from ._output_store import OutputStore, ToolOutputRead
@@ -20,7 +20,7 @@ from ._path_check import PathCheck
 from ._security import SecurityCheck
 from ._shell_tool import shell_builtins
 from ._tool import Tool
-from .wasm import wasm_builtins
+from .wasm import state_services, wasm_builtins
 
 
 def load_builtins(
@@ -30,9 +30,10 @@ def load_builtins(
     tool_limits: ToolLimitsTable,
     *,
     channel: Channel | None = None,
-) -> tuple[list[Tool], list[SecurityCheck]]:
-    """Build the built-in tools and the security checks for ``config``; the tools take
-    their limits from ``tool_limits``, and ``send_media`` sends through ``channel``."""
+) -> tuple[list[Tool], list[SecurityCheck], StateServices | None]:
+    """Build the built-in tools, the security checks and the state services (``None``
+    when ``[state]`` is disabled) for ``config``; the tools take their limits from
+    ``tool_limits``, and ``send_media`` sends through ``channel``."""
     mounts = MountPolicy.from_config(config)
     tools: list[Tool] = [ToolOutputRead(output_store, page_limit=config.limits.truncate_bytes)]
     checks: list[SecurityCheck] = []
@@ -40,5 +41,8 @@ def load_builtins(
     shell_tools, shell_checks = shell_builtins(config, stack, tool_limits=tool_limits)
     tools += shell_tools
     checks += shell_checks
-    tools += wasm_builtins(config, stack, mounts=mounts, tool_limits=tool_limits, channel=channel)
-    return tools, checks
+    state = state_services(config, stack)
+    tools += wasm_builtins(
+        config, stack, mounts=mounts, tool_limits=tool_limits, state=state, channel=channel
+    )
+    return tools, checks, state

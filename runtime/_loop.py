@@ -19,6 +19,10 @@ the tool's schema, so it can correct the call. When the same tool fails validati
 after ``max_validation_retries`` retries, the turn stops with
 :attr:`StopReason.VALIDATION_FAILED` and the error in :attr:`TurnResult.error`.
 
+Conversation. When the runtime has a state store that records conversations (``[state]
+record_conversation``, on by default), the turn's user message and final answer are
+recorded for ``memory_search`` once the turn ends (see :mod:`._conversation`).
+
 Budgets (rounds, tokens, cost, validation retries) come from the config's ``[loop]`` section
 (:class:`~toolcage.policies.LoopLimits`) unless the call passes its own ``limits``.
 """
@@ -36,6 +40,7 @@ from typing import TypeVar
 import anyio
 from toolcage.policies import LoopLimits
 
+from ._conversation import record_turn
 from ._errors import ErrorKind, ToolCancelledError, ToolError, ToolNotFoundError
 from ._model_client import ModelClient
 from ._result import TextContent, ToolResult
@@ -107,8 +112,31 @@ async def run_turn(
 ) -> TurnResult:
     """Run the model and its tool calls until it answers (see the module docstring)."""
     ctx = context or DEFAULT_CONTEXT
-    limits = limits or runtime.config.loop
-    abort = abort or anyio.Event()
+    turn = await _run_rounds(
+        client,
+        runtime,
+        messages,
+        ctx,
+        system,
+        tools,
+        limits or runtime.config.loop,
+        abort or anyio.Event(),
+    )
+    await record_turn(runtime.state, ctx, messages, turn.text)
+    return turn
+
+
+async def _run_rounds(
+    client: ModelClient,
+    runtime: Runtime,
+    messages: Sequence[Message],
+    ctx: ToolExecutionContext,
+    system: str,
+    tools: Sequence[FunctionDecl] | None,
+    limits: LoopLimits,
+    abort: anyio.Event,
+) -> TurnResult:
+    """The model's rounds and their tool calls, until it answers or a budget runs out."""
     decls = list(tools) if tools is not None else runtime.registry.declarations(ctx.agent_id)
     turn = TurnResult(list(messages), StopReason.COMPLETED)
     failures: dict[str, int] = {}

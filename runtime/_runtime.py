@@ -14,7 +14,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from toolcage.host_bindings import Channel
+from toolcage.host_bindings import Channel, StateServices
 from toolcage.policies import ConfigError, ToolcageConfig, ToolLimitsTable, load_config
 
 from ._approval import ApprovalPolicy, SafetyGate
@@ -54,8 +54,12 @@ class Runtime:
         stack: AsyncExitStack | None = None,
         output_store: OutputStore | None = None,
         tool_limits: ToolLimitsTable | None = None,
+        state: StateServices | None = None,
     ) -> None:
         self.config = ToolcageConfig() if config is None else config
+        self.state = state
+        """The state store the memory tools use and the agent loop records turns in
+        (``None``: no store)."""
         # `is None`, not `or`: an empty store is falsy (it has a length), and a second store
         # would leave the handles the pipeline hands out unreadable by tool_output_read.
         self.output_store = (
@@ -104,7 +108,9 @@ class Runtime:
         stack = AsyncExitStack()
         store = OutputStore.from_config(config.output_store)
         tool_limits = ToolLimitsTable.from_config(config)
-        builtin_tools, checks = load_builtins(config, store, stack, tool_limits, channel=channel)
+        builtin_tools, checks, state = load_builtins(
+            config, store, stack, tool_limits, channel=channel
+        )
         delegate = None
         if models is not None and config.agents:
             from ._delegate import DelegateToAgent  # the agent loop, only for hosts that use it
@@ -125,6 +131,7 @@ class Runtime:
             stack=stack,
             output_store=store,
             tool_limits=tool_limits,
+            state=state,
         )
         for agent_id, agent in config.agents.items():
             runtime.registry.enable_only(agent_id, agent.tools)

@@ -10,6 +10,7 @@ from ._embedders import OpenAIEmbedder
 from ._hashing import HashingEmbedder
 from ._open import open_store
 from ._protocol import (
+    ConversationHit,
     Embedder,
     EmbeddingError,
     EmbeddingModelMismatch,
@@ -22,6 +23,7 @@ from ._protocol import (
 )
 
 __all__ = [
+    "ConversationHit",
     "Embedder",
     "EmbeddingError",
     "EmbeddingModelMismatch",

@@ -32,6 +32,7 @@ from typing import Any
 import aiohttp
 import libsql_client
 
+from . import _events as events
 from . import _libsql_statements as statements_for
 from . import _rows as rows
 from . import _schema as schema
@@ -40,6 +41,7 @@ from ._fusion import (
     fts_query,
     fuse,
     max_distance,
+    owner_token,
     pack_vector,
     pool_size,
     query_words,
@@ -49,6 +51,7 @@ from ._fusion import (
 from ._libsql_client import BoundedClient
 from ._libsql_statements import Statement
 from ._protocol import (
+    ConversationHit,
     EmbeddingModelMismatch,
     NoteHit,
     NoteRecord,
@@ -367,6 +370,59 @@ class RemoteStore:
     def _fetch_frequencies(self, words: Sequence[str]) -> dict[str, int]:
         return {str(r[0]): int(r[1]) for r in self._execute(vocabulary_query(len(words)), words)}
 
+    # -- conversation --------------------------------------------------------------------
+
+    def record_events(
+        self, user_id: str, session_id: str, events: Sequence[tuple[str, str]]
+    ) -> int:
+        kept = rows.check_events(events)
+        if not kept:
+            return 0
+        owner = owner_token(user_id)
+        statements: list[Statement] = []
+        for role, text in kept:  # one batch, one transaction
+            statements.append((schema.INSERT_EVENT, (user_id, session_id, role, text)))
+            statements.append((schema.INDEX_LAST_EVENT, (text, owner)))
+        self._batch(statements)
+        return len(kept)
+
+    def events_to_embed(
+        self, user_id: str, model: str, dimensions: int, limit: int
+    ) -> list[tuple[int, str]]:
+        return events.unembedded(self._execute, user_id, model, dimensions, limit)
+
+    def save_event_vectors(
+        self, user_id: str, model: str, vectors: Sequence[tuple[int, Sequence[float]]]
+    ) -> None:
+        statements = events.vector_rows(user_id, model, vectors)
+        if statements:
+            self._batch(statements)
+
+    def search_conversation(
+        self,
+        user_id: str,
+        query_text: str,
+        query_vector: Sequence[float] | None = None,
+        *,
+        top_k: int,
+        vector_weight: float = 1.0,
+        fts_weight: float = 1.0,
+        model: str | None = None,
+        min_similarity: float | None = None,
+    ) -> list[ConversationHit]:
+        return events.search_events(
+            self._execute,
+            "vector_distance_cos(vector32(vector), vector32(?))",
+            user_id,
+            query_text,
+            query_vector,
+            top_k=top_k,
+            vector_weight=vector_weight,
+            fts_weight=fts_weight,
+            model=model,
+            min_similarity=min_similarity,
+        )
+
     # -- scratchpads ---------------------------------------------------------------------
 
     def read_pad(self, user_id: str, session_id: str) -> Pad | None:
@@ -409,10 +465,12 @@ class RemoteStore:
 
     def drop_vectors(self) -> int:
         if self.stored_model() is None:
+            self._execute("DELETE FROM event_vectors")
             return 0
         results = self._batch(
             [
                 ("SELECT count(*) FROM chunk_vectors", ()),
+                ("DELETE FROM event_vectors", ()),
                 ("DROP INDEX IF EXISTS chunk_vectors_idx", ()),
                 ("DROP TABLE IF EXISTS chunk_vectors", ()),
                 ("DELETE FROM store_meta WHERE key IN ('embedding_model', 'dimensions')", ()),

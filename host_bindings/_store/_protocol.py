@@ -9,6 +9,12 @@ Notes are stored as chunks (the caller chunks and embeds; the store keeps text, 
 vectors). Timestamps are the backend's clock, ISO 8601 in UTC
 (``2026-11-23T15:04:05.123Z``).
 
+Conversation events (what the user said in a turn, what the assistant answered) are
+recorded by the agent loop as text, embedded later by whoever searches them
+(:meth:`StateStore.events_to_embed`), and searched across the user's sessions; they are
+not notes: no note id, no tags, untouched by the note methods. An event's vector is stored
+with its model and dimensions and compared only with a query vector of the same.
+
 Vectors are tagged with the embedder's ``model``: a store that holds vectors of one model
 refuses to save or search with another (:class:`EmbeddingModelMismatch`), so the vectors of
 two models are never compared with each other.
@@ -91,6 +97,26 @@ class NoteHit:
 
 
 @dataclass(frozen=True, slots=True)
+class ConversationHit:
+    """One conversation event found by :meth:`StateStore.search_conversation`."""
+
+    session_id: str
+    """The session (conversation) it was recorded in."""
+    role: str
+    """``user`` or ``assistant``."""
+    text: str
+    """What was said."""
+    score: float
+    """The fused score, on the scale of :attr:`NoteHit.score`."""
+    created_at: str
+    """When it was recorded (the backend's clock)."""
+    vector_rank: int | None
+    """1-based rank among the vector matches; ``None`` when it was not one."""
+    keyword_rank: int | None
+    """1-based rank among the keyword matches; ``None`` when it was not one."""
+
+
+@dataclass(frozen=True, slots=True)
 class Pad:
     """A session's scratchpad."""
 
@@ -158,6 +184,45 @@ class StateStore(Protocol):
         ``min_similarity``, when given) and keyword matches of ``query_text``, fused by
         weighted reciprocal rank. Keyword-only when ``query_vector`` is ``None``; a side
         whose weight is 0 is not searched."""
+        ...
+
+    def record_events(
+        self, user_id: str, session_id: str, events: Sequence[tuple[str, str]]
+    ) -> int:
+        """Append ``(role, text)`` conversation events of the user's session, in order, in
+        one transaction; returns how many were stored."""
+        ...
+
+    def events_to_embed(
+        self, user_id: str, model: str, dimensions: int, limit: int
+    ) -> list[tuple[int, str]]:
+        """``(event id, text)`` of the user's newest ``limit`` events that have no vector
+        of ``model`` and ``dimensions`` yet."""
+        ...
+
+    def save_event_vectors(
+        self, user_id: str, model: str, vectors: Sequence[tuple[int, Sequence[float]]]
+    ) -> None:
+        """Store ``(event id, vector)`` pairs of ``model`` for the user's events (an id
+        of another user's event is ignored), replacing vectors of another model."""
+        ...
+
+    def search_conversation(
+        self,
+        user_id: str,
+        query_text: str,
+        query_vector: Sequence[float] | None = None,
+        *,
+        top_k: int,
+        vector_weight: float = 1.0,
+        fts_weight: float = 1.0,
+        model: str | None = None,
+        min_similarity: float | None = None,
+    ) -> list[ConversationHit]:
+        """The user's ``top_k`` conversation events (of any of the user's sessions) best
+        matching the query: keyword matches of ``query_text`` and, when ``query_vector``
+        is given, the events with a vector of the same ``model`` nearest it, fused as
+        :meth:`search_notes` fuses; a side whose weight is 0 is not searched."""
         ...
 
     def read_pad(self, user_id: str, session_id: str) -> Pad | None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from . import _schema as schema
 from ._fusion import Fused
-from ._protocol import NoteHit, NoteRecord, Pad
+from ._protocol import ConversationHit, NoteHit, NoteRecord, Pad
 
 
 def record(row: Sequence[Any]) -> NoteRecord:
@@ -52,6 +52,49 @@ def hit_query(user_id: str, fused: Sequence[Fused]) -> tuple[str, tuple[Any, ...
     """``schema.HIT_ROWS`` and its arguments for the fused notes' best chunks."""
     sql = schema.HIT_ROWS.format(marks=schema.marks(len(fused)))
     return sql, (user_id, user_id, *[entry.best_chunk for entry in fused])
+
+
+ROLES = ("user", "assistant")
+"""Who said a conversation event's text."""
+
+
+def check_events(events: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The events worth storing (those with text); refuses an unknown role."""
+    for role, _ in events:
+        if role not in ROLES:
+            raise ValueError(f"an event's role is one of {', '.join(ROLES)}, not {role!r}")
+    return [(role, text) for role, text in events if text.strip()]
+
+
+def conversation_hits(
+    fused: Sequence[Fused], rows: Iterable[Sequence[Any]]
+) -> list[ConversationHit]:
+    """The fused events, in order, from rows of ``schema.EVENT_ROWS``."""
+    by_id = {int(row[0]): row for row in rows}
+    return [
+        ConversationHit(
+            session_id=row[1],
+            role=row[2],
+            text=row[3],
+            score=entry.score,
+            created_at=row[4],
+            vector_rank=entry.vector_rank,
+            keyword_rank=entry.keyword_rank,
+        )
+        for entry in fused
+        if (row := by_id.get(entry.best_chunk)) is not None
+    ]
+
+
+def event_rows_query(user_id: str, fused: Sequence[Fused]) -> tuple[str, tuple[Any, ...]]:
+    """``schema.EVENT_ROWS`` and its arguments for the fused events."""
+    sql = schema.EVENT_ROWS.format(marks=schema.marks(len(fused)))
+    return sql, (user_id, *[entry.best_chunk for entry in fused])
+
+
+def model_key(model: str, dimensions: int) -> str:
+    """How an event vector's model is stored: the model and its dimensions."""
+    return f"{model}/{dimensions}"
 
 
 def pad(session_id: str, row: Sequence[Any] | None) -> Pad | None:

@@ -9,6 +9,13 @@ serialise on that transaction, and the loser finds the work done.
 Vector tables depend on the backend and on the embedder's dimensions, so each backend
 creates its own when the first vector arrives (see ``vector_tables`` in each backend).
 
+Conversation events (``events``, keyword-indexed in ``events_fts`` with an ``owner``
+column like ``chunks_fts``'s) are kept apart from notes: they carry no tags and no note
+id, so nothing that reads or deletes notes can reach them. Their vectors (``event_vectors``,
+float32 blobs, one row per event with the embedder's model and dimensions as ``model``)
+are made after the fact, by the search that needs them, and compared only with a query
+of the same model.
+
 Rows of every table carry ``user_id`` (``chunks`` and ``chunk_tags`` copy it from their
 note), so each statement can scope by user without a join.
 """
@@ -65,6 +72,30 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 3: a row that cannot be inserted when a write's vectors are of another model than
     # the store's, so a batch checks the model inside its own transaction (remote store).
     ("CREATE TABLE model_guard (ok INTEGER NOT NULL CHECK (ok = 1))",),
+    # 4: conversation events (a turn's user message and final assistant text), keyword
+    # searchable across the user's sessions.
+    (
+        """CREATE TABLE events (
+            id INTEGER PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            role TEXT NOT NULL,
+            text TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )""",
+        "CREATE INDEX events_by_session ON events (user_id, session_id, id)",
+        """CREATE VIRTUAL TABLE events_fts USING fts5 (
+            text, owner,
+            content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
+        )""",
+        """CREATE TABLE event_vectors (
+            event_id INTEGER PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            model TEXT NOT NULL,
+            vector BLOB NOT NULL
+        )""",
+        "CREATE INDEX event_vectors_by_user ON event_vectors (user_id, model)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -93,6 +124,52 @@ HIT_ROWS = """
     SELECT n.id, n.note_id, n.tags, n.created_at, n.updated_at, c.id, c.chunk_index, c.text
     FROM notes AS n JOIN chunks AS c ON c.note_rowid = n.id
     WHERE n.user_id = ? AND c.user_id = ? AND c.id IN ({marks})"""
+
+
+INSERT_EVENT = f"""
+    INSERT INTO events (user_id, session_id, role, text, created_at)
+    VALUES (?, ?, ?, ?, {NOW})"""
+
+INDEX_LAST_EVENT = "INSERT INTO events_fts (rowid, text, owner) VALUES (last_insert_rowid(), ?, ?)"
+"""Index the text of the event just inserted (bound as ``text, owner token``), so a
+remote batch needs no id read back."""
+
+EVENT_SEARCH = """
+    SELECT e.id
+    FROM (SELECT rowid AS id, rank FROM events_fts
+          WHERE events_fts MATCH ? AND rank MATCH 'bm25(1.0, 0.0)'
+          ORDER BY rank LIMIT ?) AS m
+    JOIN events AS e ON e.id = m.id
+    WHERE e.user_id = ?
+    ORDER BY m.rank, e.id"""
+
+UNEMBEDDED_EVENTS = """
+    SELECT e.id, e.text FROM events AS e
+    LEFT JOIN event_vectors AS v ON v.event_id = e.id AND v.model = ?
+    WHERE e.user_id = ? AND v.event_id IS NULL
+    ORDER BY e.id DESC LIMIT ?"""
+"""The user's newest events without a vector of a model (bound as ``model key, user_id,
+limit``)."""
+
+SAVE_EVENT_VECTOR = """
+    INSERT OR REPLACE INTO event_vectors (event_id, user_id, model, vector)
+    SELECT id, user_id, ?, ? FROM events WHERE id = ? AND user_id = ?"""
+"""Store an event's vector (bound as ``model key, vector, id, user_id``): nothing for an
+event of another user."""
+
+EVENT_ROWS = """
+    SELECT id, session_id, role, text, created_at FROM events
+    WHERE user_id = ? AND id IN ({marks})"""
+
+
+def nearest_events(distance: str) -> str:
+    """The user's events nearest a query vector by the backend's cosine ``distance``
+    function of two float32 blobs (bound as ``query, user_id, model key, max distance,
+    limit``): a scan of the user's event vectors, whose count grows one per turn."""
+    return f"""
+    SELECT event_id FROM (
+        SELECT event_id, {distance} AS d FROM event_vectors WHERE user_id = ? AND model = ?)
+    WHERE d <= ? ORDER BY d, event_id LIMIT ?"""
 
 
 def tag_filter(column: str, count: int) -> str:

@@ -13,9 +13,11 @@ import os
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import apsw
 
+from . import _events as events
 from . import _rows as rows
 from . import _schema as schema
 from . import _sqlite_vectors as vectors_index
@@ -33,6 +35,7 @@ from ._fusion import (
     vocabulary_query,
 )
 from ._protocol import (
+    ConversationHit,
     EmbeddingModelMismatch,
     NoteHit,
     NoteRecord,
@@ -241,6 +244,63 @@ class EmbeddedStore:
         with self._pool.connection() as conn:
             return {row[0]: row[1] for row in conn.execute(vocabulary_query(len(words)), words)}
 
+    # -- conversation --------------------------------------------------------------------
+
+    def record_events(
+        self, user_id: str, session_id: str, events: Sequence[tuple[str, str]]
+    ) -> int:
+        kept = rows.check_events(events)
+        if not kept:
+            return 0
+        owner = owner_token(user_id)
+        with _translated(self._url), self._pool.write() as conn:
+            for role, text in kept:
+                conn.execute(schema.INSERT_EVENT, (user_id, session_id, role, text))
+                conn.execute(schema.INDEX_LAST_EVENT, (text, owner))
+        return len(kept)
+
+    def events_to_embed(
+        self, user_id: str, model: str, dimensions: int, limit: int
+    ) -> list[tuple[int, str]]:
+        with _translated(self._url), self._pool.read() as conn:
+            return events.unembedded(_runner(conn), user_id, model, dimensions, limit)
+
+    def save_event_vectors(
+        self, user_id: str, model: str, vectors: Sequence[tuple[int, Sequence[float]]]
+    ) -> None:
+        statements = events.vector_rows(user_id, model, vectors)
+        if not statements:
+            return
+        with _translated(self._url), self._pool.write() as conn:
+            for sql, args in statements:
+                conn.execute(sql, args)
+
+    def search_conversation(
+        self,
+        user_id: str,
+        query_text: str,
+        query_vector: Sequence[float] | None = None,
+        *,
+        top_k: int,
+        vector_weight: float = 1.0,
+        fts_weight: float = 1.0,
+        model: str | None = None,
+        min_similarity: float | None = None,
+    ) -> list[ConversationHit]:
+        with _translated(self._url), self._pool.read() as conn:
+            return events.search_events(
+                _runner(conn),
+                _COSINE,
+                user_id,
+                query_text,
+                query_vector,
+                top_k=top_k,
+                vector_weight=vector_weight,
+                fts_weight=fts_weight,
+                model=model,
+                min_similarity=min_similarity,
+            )
+
     # -- scratchpads ---------------------------------------------------------------------
 
     def read_pad(self, user_id: str, session_id: str) -> Pad | None:
@@ -272,8 +332,10 @@ class EmbeddedStore:
     def drop_vectors(self) -> int:
         with _translated(self._url), self._pool.write() as conn:
             if _stored_model(conn) is None:
+                conn.execute("DELETE FROM event_vectors")
                 return 0
             row = conn.execute("SELECT count(*) FROM chunk_vectors").fetchone()
+            conn.execute("DELETE FROM event_vectors")
             vectors_index.drop_tables(conn)
             conn.execute("DELETE FROM store_meta WHERE key IN ('embedding_model', 'dimensions')")
             conn.execute("UPDATE notes SET model = NULL")
@@ -281,6 +343,15 @@ class EmbeddedStore:
 
 
 # -- helpers -------------------------------------------------------------------------------
+
+_COSINE = "vec_distance_cosine(vec_f32(vector), vec_f32(?))"
+
+
+def _runner(conn: apsw.Connection) -> events.Run:
+    def run(sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
+        return [tuple(row) for row in conn.execute(sql, args)]
+
+    return run
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@
 """
 
 from ._engine import WasmEngine
-from ._loader import wasm_builtins
+from ._loader import state_services, wasm_builtins
 from ._modules import ModuleCache, ModuleMissingError, default_cache_dir
 from ._runner import GuestLimits, LinkError, WasmToolRunner
 from ._tool import WasmTool, WasmToolSpec, discover_specs
@@ -29,5 +29,6 @@ __all__ = [
     "WasmToolSpec",
     "default_cache_dir",
     "discover_specs",
+    "state_services",
     "wasm_builtins",
 ]

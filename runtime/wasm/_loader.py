@@ -32,17 +32,33 @@ DEFAULT_MEMORY_BYTES = 64 << 20
 DEFAULT_OUTPUT_BYTES = 1 << 20
 
 
+def state_services(config: ToolcageConfig, stack: AsyncExitStack) -> StateServices | None:
+    """The runtime's state store and embedder, closed with ``stack`` once opened; ``None``
+    with ``[state] enabled = false``."""
+    if not config.state.enabled:
+        return None
+
+    # Like the engine, the store joins the exit stack only once it is open.
+    def on_state_open() -> None:
+        stack.push_async_callback(run_in_worker, services.close)
+
+    services = StateServices(config.state, config.base_dir, on_open=on_state_open)
+    return services
+
+
 def wasm_builtins(
     config: ToolcageConfig,
     stack: AsyncExitStack,
     *,
     mounts: MountPolicy,
     tool_limits: ToolLimitsTable,
+    state: StateServices | None = None,
     channel: Channel | None = None,
 ) -> list[Tool]:
     """One :class:`WasmTool` per declared guest tool, under ``mounts`` and ``tool_limits``;
     the engine is closed with ``stack`` (its running guests stopped, its reservation
-    released). ``send_media`` sends through ``channel``."""
+    released). The state tools use ``state`` (made by :func:`state_services` when not
+    given); ``send_media`` sends through ``channel``."""
     specs = discover_specs()
     scheduling = config.state.enabled and config.scheduler.enabled
     if not config.state.enabled:
@@ -64,13 +80,8 @@ def wasm_builtins(
         on_open=on_open,
     )
     runner = WasmToolRunner(engine)
-    state = None
-    if config.state.enabled:
-        # Like the engine, the store joins the exit stack once it is open.
-        def on_state_open() -> None:
-            stack.push_async_callback(run_in_worker, services.close)
-
-        state = services = StateServices(config.state, config.base_dir, on_open=on_state_open)
+    if state is None:
+        state = state_services(config, stack)
     schedules = None
     if scheduling:
 
