@@ -14,6 +14,13 @@ from ._http_client import EgressClient, HttpFailure, HttpResponse
 from ._media import MediaBinding, media_message
 from ._notes import MemoryBinding
 from ._progress import LogBinding, ProgressBinding
+from ._scheduler import (
+    ManualClock,
+    Scheduler,
+    SchedulerSettings,
+    ScheduleStore,
+    open_schedule_store,
+)
 from ._schedules import SchedulerBinding
 from ._scratchpad import ScratchpadBinding
 from ._search import SearchBinding
@@ -37,11 +44,15 @@ __all__ = [
     "HttpFailure",
     "HttpResponse",
     "LogBinding",
+    "ManualClock",
     "MediaBinding",
     "MemoryBinding",
     "MessageKind",
     "ProgressBinding",
+    "ScheduleStore",
+    "Scheduler",
     "SchedulerBinding",
+    "SchedulerSettings",
     "ScratchpadBinding",
     "SearchBinding",
     "StateServices",
@@ -52,6 +63,7 @@ __all__ = [
     "host_timezone",
     "media_message",
     "module_name",
+    "open_schedule_store",
 ]
 
 publish(globals(), __all__)

@@ -52,14 +52,18 @@ from ._tool import (
 )
 
 if _typing.TYPE_CHECKING:
+    from ._channel import JsonLinesChannel
     from ._decorator import tool
     from ._loop import StopReason, TurnResult, run_turn
     from ._model_client import HttpModelClient, ModelAPIError
+    from ._scheduled_turns import ScheduledTurns
     from .providers.base import UserMessage
 
 _LAZY = {
     "HttpModelClient": "._model_client",
+    "JsonLinesChannel": "._channel",
     "ModelAPIError": "._model_client",
+    "ScheduledTurns": "._scheduled_turns",
     "StopReason": "._loop",
     "TurnResult": "._loop",
     "UserMessage": ".providers.base",
@@ -79,6 +83,7 @@ __all__ = [
     "Hooks",
     "HttpModelClient",
     "ImageContent",
+    "JsonLinesChannel",
     "LoopLimits",
     "ModelAPIError",
     "PermissionDeniedError",
@@ -86,6 +91,7 @@ __all__ = [
     "Rewrite",
     "Runtime",
     "SafetyTier",
+    "ScheduledTurns",
     "StopReason",
     "TextContent",
     "ToolBlockedError",

@@ -27,6 +27,7 @@ import anyio
 from toolcage.policies import ConfigError
 
 from ._approval import Approval, ApprovalRequest, CallbackApproval
+from ._channel import JsonLinesChannel
 from ._errors import ToolValidationError, UsageError
 from ._jsonl import (
     LINE_OVERHEAD,
@@ -77,7 +78,9 @@ def _main(argv: list[str]) -> int:
 
         return run_scheduler(args)
     try:
-        runtime = Runtime.from_config(args.config)
+        # What tools send to the user's channel (send_media) goes to stderr as JSON lines;
+        # stdout carries the result envelopes.
+        runtime = Runtime.from_config(args.config, channel=JsonLinesChannel(sys.stderr))
     except (ConfigError, UsageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -93,6 +93,17 @@ class TestCli:
         assert toolcage("call").returncode == 2
         assert toolcage("frobnicate").returncode == 2
 
+    def test_send_media_goes_to_stderr_as_a_json_line(self, tmp_path: Path) -> None:
+        (tmp_path / "workspace").mkdir()
+        (tmp_path / "workspace" / "chart.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+        done = toolcage("call", "send_media", '{"path": "/workspace/chart.png"}', cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert json.loads(done.stdout)["status"] == "success"
+        [line] = [json.loads(x) for x in done.stderr.splitlines() if x.startswith("{")]
+        [attachment] = line["attachments"]
+        assert (attachment["name"], attachment["media_type"]) == ("chart.png", "image/png")
+        assert attachment["size"] == 72
+
     def test_broken_config_exits_2_naming_the_key(self, tmp_path: Path) -> None:
         done = toolcage("tools", "--config", str(config(tmp_path, "[limits]\nbogus = 1\n")))
         assert done.returncode == 2
