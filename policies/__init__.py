@@ -25,6 +25,7 @@ from ._egress import (
     WebSearchConfig,
 )
 from ._limits import ToolLimits, ToolLimitsTable
+from ._mcp import McpConfig, McpServerConfig
 from ._mounts import GrantedMount, MountArea, MountError, MountPolicy, MountsConfig
 from ._paths import PathPolicyViolation, canonical_guest_path
 from ._public import publish
@@ -56,6 +57,8 @@ __all__ = [
     "GrantedMount",
     "LimitsConfig",
     "LoopLimits",
+    "McpConfig",
+    "McpServerConfig",
     "MountArea",
     "MountError",
     "MountPolicy",

@@ -21,6 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ._channel import ChannelConfig
 from ._delegation import DelegationConfig
 from ._egress import EgressConfig
+from ._guest_tools import GuestToolsConfig
+from ._mcp import McpConfig
 from ._mounts import MountsConfig
 from ._scheduler import SchedulerConfig
 from ._state import StateConfig
@@ -129,6 +131,8 @@ class ToolcageConfig(_Section):
     scheduler: SchedulerConfig = SchedulerConfig()
     channel: ChannelConfig = ChannelConfig()
     delegation: DelegationConfig = DelegationConfig()
+    mcp: McpConfig = McpConfig()
+    guest_tools: GuestToolsConfig = GuestToolsConfig()
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Directory that relative paths resolve against (the config file's own directory)."""
 

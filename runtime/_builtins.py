@@ -43,6 +43,16 @@ def load_builtins(
     checks += shell_checks
     state = state_services(config, stack)
     tools += wasm_builtins(
-        config, stack, mounts=mounts, tool_limits=tool_limits, state=state, channel=channel
+        config,
+        stack,
+        mounts=mounts,
+        tool_limits=tool_limits,
+        state=state,
+        channel=channel,
+        taken=[tool.schema().name for tool in tools],
     )
+    if config.mcp.servers:
+        from ._mcp_tools import mcp_builtins  # the MCP SDK, only for configs that use it
+
+        tools += mcp_builtins(config, stack)
     return tools, checks, state

@@ -20,8 +20,11 @@ from ._result import ToolResult
 TOOL_NAME_MAX = 64
 """The longest tool name OpenAI, Anthropic and Gemini all accept."""
 
-TOOL_NAME = re.compile(rf"^(?=.{{1,{TOOL_NAME_MAX}}}$)[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
-"""snake_case: lower-case words joined by single underscores, at most 64 characters."""
+TOOL_NAME = re.compile(
+    rf"^(?=.{{1,{TOOL_NAME_MAX}}}$)[a-z][a-z0-9]*(?:_[a-z0-9]+)*(?:__[a-z0-9]+(?:_[a-z0-9]+)*)?$"
+)
+"""snake_case: lower-case words joined by single underscores, at most 64 characters; one
+double underscore may separate an MCP server's name from its tool's (``SERVER__TOOL``)."""
 
 
 class SafetyTier(enum.StrEnum):

@@ -6,6 +6,9 @@
     toolcage check [--config FILE]                        is this machine ready for the config?
     toolcage scheduler [--config FILE] --provider P --base-url URL --model M
                                                           fire due schedules until SIGTERM
+    toolcage mcp [--config FILE] [--agent A] [--http HOST:PORT]
+                                                          serve the tools over MCP (stdio)
+    toolcage new-tool NAME [--dir D]                      scaffold an operator guest tool
     toolcage sidecar ...                                  the shell daemon
 
 ``call`` prints the result envelope as JSON and exits 0 on success, 1 on a tool error (with
@@ -40,6 +43,8 @@ from ._jsonl import (
 )
 from ._result import ToolResult
 from ._runtime import DEFAULT_CONTEXT, Runtime
+from ._scaffold import add_parser as add_new_tool_parser
+from ._scaffold import run_new_tool
 from ._scheduler_args import add_parser as add_scheduler_parser
 from ._setup_check import run_checks
 
@@ -73,6 +78,8 @@ def _main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.command == "check":
         return anyio.run(run_checks, args.config, sys.stdout)
+    if args.command == "new-tool":
+        return run_new_tool(args)
     if args.command == "scheduler":
         from ._scheduler_cli import run_scheduler  # the agent loop, only for this command
 
@@ -86,6 +93,10 @@ def _main(argv: list[str]) -> int:
         return EXIT_USAGE
     if getattr(args, "approve", False):
         runtime.approval = CallbackApproval(_approve_all)
+    if args.command == "mcp":
+        from ._mcp_cli import run_mcp  # the MCP SDK, only for this command
+
+        return run_mcp(args, runtime)
     if args.command == "tools":
         return anyio.run(_list_tools, runtime, args.json)
     if args.jsonl:
@@ -114,9 +125,13 @@ def _parser() -> argparse.ArgumentParser:
     check = commands.add_parser(
         "check", help="check the config and this machine: guests, bubblewrap, the sidecar"
     )
-    for sub in (tools, call, check):
+    mcp = commands.add_parser("mcp", help="serve the tools over MCP (stdio, or HTTP with --http)")
+    mcp.add_argument("--agent", metavar="A", help="serve only the tools of this agent profile")
+    mcp.add_argument("--http", metavar="HOST:PORT", help="streamable HTTP (host: 127.0.0.1)")
+    for sub in (tools, call, check, mcp):
         sub.add_argument("--config", metavar="FILE", help="operator config (TOML)")
     add_scheduler_parser(commands)
+    add_new_tool_parser(commands)
     # Handed to the sidecar's own parser before this one runs; listed here for --help.
     commands.add_parser("sidecar", help="run the shell daemon (toolcage sidecar --help)")
     return parser

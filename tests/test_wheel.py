@@ -118,7 +118,24 @@ class TestWheel:
         names = set(zipfile.ZipFile(installed.wheel).namelist())
         for path in (ROOT / "wasm_tools" / "sdk").iterdir():
             assert f"toolcage/wasm_tools/sdk/{path.name}" in names
+        for name in ("toolcage.h", "toolcage.c", "toolcage_host.h", "toolcage_host.c", "README.md"):
+            assert f"toolcage/wasm_tools/sdk/{name}" in names
         assert "toolcage/host_bindings/_abi.py" in names
+
+    def test_scaffolds_a_guest_tool_to_build_with_the_shipped_sdk(
+        self, installed: Installed, tmp_path: Path
+    ) -> None:
+        done = subprocess.run(
+            [str(installed.venv / "bin" / "toolcage"), "new-tool", "first_line", "--dir", "t"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        script = (tmp_path / "t" / "build_first_line.sh").read_text()
+        assert "-m toolcage.wasm_tools.build --tool first_line.c" in script
+        assert str(installed.venv) in script  # the installed interpreter, beside its SDK
 
     def test_carries_every_package(self, installed: Installed) -> None:
         names = set(zipfile.ZipFile(installed.wheel).namelist())

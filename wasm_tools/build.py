@@ -14,11 +14,13 @@ library directory of its own per user and zig version
 
 The modules ship as package data; an installed toolcage reads them with
 :mod:`importlib.resources` and never compiles anything. :func:`build_cached` compiles
-other guests (the test suite's) into a per-user cache keyed by their content.
+other guests (the test suite's) into a per-user cache keyed by their content, and
+:func:`build_tool` (``--tool NAME.c [--out DIR]``) an operator's own guest with the SDK.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import hashlib
 import importlib.util
@@ -232,9 +234,19 @@ def build_cached(*groups: Sequence[Path], include: Sequence[Path] = ()) -> list[
     return paths
 
 
+def build_tool(source: Path, out_dir: Path | None = None) -> Path:
+    """Compile an operator's guest ``NAME.c`` with the SDK into ``OUT_DIR/NAME.wasm``
+    (beside the source by default), where ``[guest_tools] dirs`` finds it."""
+    target = (source.parent if out_dir is None else out_dir) / f"{source.stem}.wasm"
+    return compile_guest([source, *sdk_sources()], target)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``python -m toolcage.wasm_tools.build [--force]``."""
+    """Command line: ``python -m toolcage.wasm_tools.build [--force]``, or
+    ``python -m toolcage.wasm_tools.build --tool NAME.c [--out DIR]`` for one operator tool."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if "--tool" in args:
+        return _main_tool(args)
     try:
         built = build_all(force="--force" in args)
     except BuildError as exc:
@@ -244,6 +256,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"built {path.relative_to(HERE.parent)}")
     if not built:
         print("wasm modules are up to date")
+    return 0
+
+
+def _main_tool(args: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m toolcage.wasm_tools.build")
+    parser.add_argument("--tool", type=Path, required=True, help="the guest's C source")
+    parser.add_argument("--out", type=Path, help="directory of the module (the source's)")
+    options = parser.parse_args(args)
+    try:
+        built = build_tool(options.tool, options.out)
+    except BuildError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(f"built {built}")
     return 0
 
 

@@ -15,17 +15,21 @@ connections, opened on first use too); they exist while both ``[state]`` and
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from contextlib import AsyncExitStack
 
-from toolcage.host_bindings import Channel, HostBindings, StateServices
+import wasmtime
+from toolcage.host_bindings import Channel, HostBinding, HostBindings, StateServices
 from toolcage.host_bindings._schedules import ScheduleBooks
-from toolcage.policies import MountPolicy, ToolcageConfig, ToolLimits, ToolLimitsTable
+from toolcage.policies import ConfigError, MountPolicy, ToolcageConfig, ToolLimits, ToolLimitsTable
 
 from .._threads import run_in_worker
 from .._tool import Tool
 from ._capi import define_raw_func
 from ._engine import WasmEngine
-from ._runner import GuestLimits, WasmToolRunner
+from ._modules import ModuleCache
+from ._operator_tools import OperatorTool, operator_tools
+from ._runner import GuestLimits, LinkError, WasmToolRunner, _link
 from ._tool import NON_BINDING_NEEDS, WasmTool, discover_specs
 
 DEFAULT_MEMORY_BYTES = 64 << 20
@@ -54,19 +58,37 @@ def wasm_builtins(
     tool_limits: ToolLimitsTable,
     state: StateServices | None = None,
     channel: Channel | None = None,
+    taken: Iterable[str] = (),
 ) -> list[Tool]:
     """One :class:`WasmTool` per declared guest tool, under ``mounts`` and ``tool_limits``;
     the engine is closed with ``stack`` (its running guests stopped, its reservation
     released). The state tools use ``state`` (made by :func:`state_services` when not
-    given); ``send_media`` sends through ``channel``."""
+    given); ``send_media`` sends through ``channel``. The operator's own guests
+    (``[guest_tools]``, see :mod:`._operator_tools`) join them, checked now; their names
+    may be neither a guest built-in's nor one in ``taken`` (the other built-ins)."""
     specs = discover_specs()
+    builtin_names = [spec.decl.name for spec in specs]
     scheduling = config.state.enabled and config.scheduler.enabled
     if not config.state.enabled:
         specs = [spec for spec in specs if not StateServices.CAPABILITIES.intersection(spec.needs)]
     if not scheduling:
         specs = [spec for spec in specs if "scheduler" not in spec.needs]
+    if state is None:
+        state = state_services(config, stack)
+    schedules = None
+    if scheduling:
+
+        def on_books_open() -> None:
+            stack.push_async_callback(run_in_worker, books.close)
+
+        schedules = books = ScheduleBooks.from_config(config, on_open=on_books_open)
+    bindings = HostBindings.from_config(
+        config, define_raw=define_raw_func, state=state, schedules=schedules
+    )
+    own = operator_tools(config, taken=[*builtin_names, *taken], bindings=bindings.names)
     limits = {
-        spec.decl.name: guest_limits(tool_limits.of(spec.decl.name, spec.timeout)) for spec in specs
+        spec.decl.name: guest_limits(tool_limits.of(spec.decl.name, spec.timeout))
+        for spec in [*specs, *(tool.spec for tool in own)]
     }
 
     # The engine joins the runtime's exit stack only once it exists (on first use), so a
@@ -80,18 +102,6 @@ def wasm_builtins(
         on_open=on_open,
     )
     runner = WasmToolRunner(engine)
-    if state is None:
-        state = state_services(config, stack)
-    schedules = None
-    if scheduling:
-
-        def on_books_open() -> None:
-            stack.push_async_callback(run_in_worker, books.close)
-
-        schedules = books = ScheduleBooks.from_config(config, on_open=on_books_open)
-    bindings = HostBindings.from_config(
-        config, define_raw=define_raw_func, state=state, schedules=schedules
-    )
     tools: list[Tool] = []
     for spec in specs:
         name = spec.decl.name
@@ -99,7 +109,49 @@ def wasm_builtins(
         tools.append(
             WasmTool(spec, runner, mounts, bindings=granted, limits=limits[name], channel=channel)
         )
+    for tool in own:
+        tools.append(_operator_tool(tool, runner, bindings, mounts, limits, channel))
     return tools
+
+
+def _operator_tool(
+    tool: OperatorTool,
+    runner: WasmToolRunner,
+    bindings: HostBindings,
+    mounts: MountPolicy,
+    limits: dict[str, GuestLimits],
+    channel: Channel | None,
+) -> WasmTool:
+    """An operator's guest tool, its module registered with the runner's module cache."""
+    spec = tool.spec
+    name = spec.decl.name
+    declared = [n for n in spec.needs if n not in NON_BINDING_NEEDS]
+    granted = bindings.granted(name, declared)
+    # A capability the egress grants withhold fails at call time, as for built-ins.
+    check_module(tool, granted if len(granted) == len(declared) else None)
+    runner.register_module_path(name, tool.wasm)
+    return WasmTool(spec, runner, mounts, bindings=granted, limits=limits[name], channel=channel)
+
+
+def check_module(tool: OperatorTool, bindings: list[HostBinding] | None) -> None:
+    """Refuse a module that is not WASM or, given ``bindings``, that imports more than they
+    and WASI provide. It is compiled and linked on an engine of its own, closed at once, so
+    that a runtime that never runs a guest still opens no engine (the compiled code stays
+    in the on-disk cache under its own key)."""
+    engine = wasmtime.Engine()
+    cache = ModuleCache(engine, settings="load-check")
+    name = tool.spec.decl.name
+    try:
+        module = cache.compile(tool.wasm.read_bytes())
+        if bindings is not None:
+            _link(name, engine, module, bindings)
+    except LinkError as exc:
+        raise ConfigError(f"{tool.declaration}: needs: {exc}") from exc
+    except (wasmtime.WasmtimeError, OSError) as exc:
+        reason = str(exc).strip().splitlines()[0]
+        raise ConfigError(f"{tool.wasm}: not a usable WASM module: {reason}") from exc
+    finally:
+        cache.close()
 
 
 def guest_limits(limits: ToolLimits) -> GuestLimits:

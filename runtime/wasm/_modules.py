@@ -68,6 +68,7 @@ class ModuleCache:
         self._settings = settings
         self._dir = default_cache_dir() if cache_dir is None else cache_dir
         self._modules: dict[str, wasmtime.Module] = {}
+        self._paths: dict[str, Path] = {}
         self._lock = threading.Lock()
 
     def get(self, name: str) -> wasmtime.Module:
@@ -77,9 +78,17 @@ class ModuleCache:
             with self._lock:
                 module = self._modules.get(name)
                 if module is None:
-                    module = self.compile(module_bytes(name))
+                    path = self._paths.get(name)
+                    wasm = module_bytes(name) if path is None else path.read_bytes()
+                    module = self.compile(wasm)
                     self._modules[name] = module
         return module
+
+    def register_path(self, name: str, path: Path) -> None:
+        """Take the module of tool ``name`` from the file ``path`` (compiled on first
+        :meth:`get`) rather than from the package data."""
+        with self._lock:
+            self._paths[name] = path
 
     def add(self, name: str, wasm: bytes) -> wasmtime.Module:
         """Compile ``wasm`` as the module of ``name`` (tools that are not package data)."""

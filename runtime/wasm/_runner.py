@@ -34,6 +34,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
 import wasmtime
@@ -94,6 +95,7 @@ class WasmToolRunner:
         self._slow: set[tuple[str, tuple[str, ...]]] = set()
         self._lock = threading.Lock()
         self._modules_lock = threading.Lock()
+        self._module_paths: dict[str, Path] = {}
         engine.on_release(self._release)
 
     @property
@@ -105,8 +107,18 @@ class WasmToolRunner:
                 modules = self._modules
                 if modules is None:
                     modules = ModuleCache(self.engine.engine, settings=self.engine.settings)
+                    for name, path in self._module_paths.items():
+                        modules.register_path(name, path)
                     self._modules = modules
         return modules
+
+    def register_module_path(self, name: str, path: Path) -> None:
+        """Run tool ``name`` from the module file ``path`` (see
+        :meth:`ModuleCache.register_path`), without opening the engine before its first use."""
+        with self._modules_lock:
+            self._module_paths[name] = path
+            if self._modules is not None:
+                self._modules.register_path(name, path)
 
     def prepare(
         self, name: str, bindings: Sequence[HostBinding] = (), module: wasmtime.Module | None = None

@@ -44,10 +44,15 @@ class Named:
 
 
 class TestToolRegistry:
-    @pytest.mark.parametrize("name", ["FileRead", "file-read", "file__read", "_x", "x_", "1x", ""])
+    @pytest.mark.parametrize(
+        "name", ["FileRead", "file-read", "file___read", "a__b__c", "_x", "x_", "1x", ""]
+    )
     def test_names_must_be_snake_case(self, name: str) -> None:
         with pytest.raises(UsageError, match="snake_case"):
             ToolRegistry([Named(name)])
+
+    def test_one_double_underscore_separates_a_server_prefix(self) -> None:
+        assert "notes__read_note" in ToolRegistry([Named("notes__read_note")])
 
     def test_names_fit_every_provider(self) -> None:
         ToolRegistry([Named("a" * 64)])

@@ -1,0 +1,47 @@
+"""``toolcage mcp``: from parsed arguments to a running MCP server; exit statuses as ``cli``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import anyio
+
+from ._errors import UsageError
+from ._mcp_serve import TOKEN_ENV, parse_address, serve_http, serve_stdio
+from ._runtime import Runtime
+
+EXIT_OK, EXIT_USAGE = 0, 2
+
+
+def run_mcp(args: argparse.Namespace, runtime: Runtime) -> int:
+    """Serve until the client goes away (stdio) or the process is stopped (HTTP)."""
+    agent_id: str = args.agent or "default"
+    try:
+        if args.agent is not None and args.agent not in runtime.config.agents:
+            raise UsageError(f"--agent: no agent {args.agent!r} in the config")
+        if args.http is None:
+            anyio.run(serve_stdio, runtime, agent_id)
+        else:
+            host, port = parse_address(args.http)
+            token = _token(runtime)
+            anyio.run(serve_http, runtime, agent_id, host, port, token)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def _token(runtime: Runtime) -> str | None:
+    """The bearer token: ``[mcp.serve] token``, else the variable ``token_env`` names, else
+    ``TOOLCAGE_MCP_TOKEN``; ``None`` when there is none."""
+    serve = runtime.config.mcp.serve
+    if serve.token is not None:
+        return serve.token
+    if serve.token_env is not None:
+        value = os.environ.get(serve.token_env)
+        if not value:
+            raise UsageError(f"mcp.serve.token_env: ${serve.token_env} is not set")
+        return value
+    return os.environ.get(TOKEN_ENV) or None
