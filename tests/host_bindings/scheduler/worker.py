@@ -38,7 +38,10 @@ async def main(mode: str, db: Path, start: datetime, step: int, count: int) -> N
             marker = db.with_name(db.name + ".started")
 
             async def hang(request: TurnRequest) -> TurnOutcome:
-                marker.write_text(request.run_id)
+                # Whole or absent, never seen empty: written aside, then renamed into place.
+                aside = marker.with_name(marker.name + ".tmp")
+                aside.write_text(request.run_id)
+                aside.replace(marker)
                 await anyio.sleep_forever()
                 raise AssertionError
 
