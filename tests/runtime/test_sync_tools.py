@@ -54,8 +54,10 @@ class TestStuckThreads:
 
 @tool(timeout=5, process=True)
 def hang(pid_file: str) -> str:
-    """Note the worker's pid, then never return."""
-    Path(pid_file).write_text(str(os.getpid()))
+    """Note the worker's pid (renamed into place: never read half-written), then never return."""
+    aside = Path(pid_file + ".tmp")
+    aside.write_text(str(os.getpid()))
+    aside.replace(pid_file)
     threading.Event().wait()
     return "never"
 
