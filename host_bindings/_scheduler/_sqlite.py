@@ -9,7 +9,6 @@ by the ``schedules_due`` index, which holds only the rows a due-scan can return.
 from __future__ import annotations
 
 import contextlib
-import os
 import warnings
 from collections.abc import Iterator, Mapping
 from datetime import datetime
@@ -17,7 +16,11 @@ from pathlib import Path
 
 import apsw
 from toolcage.host_bindings._store._protocol import StoreError, StoreUnavailable
-from toolcage.host_bindings._store._sqlite_pool import BUSY_TIMEOUT_MS, ConnectionPool
+from toolcage.host_bindings._store._sqlite_pool import (
+    BUSY_TIMEOUT_MS,
+    ConnectionPool,
+    create_private,
+)
 
 from ._model import (
     OutputChunk,
@@ -58,8 +61,7 @@ class EmbeddedScheduleStore:
         self._pool = ConnectionPool(path, url=url, busy_timeout_ms=busy_timeout_ms)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            with contextlib.suppress(FileExistsError):
-                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            create_private(path)
             self._migrate()
         except (apsw.Error, OSError, StoreError) as exc:
             self._pool.close()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -43,7 +42,7 @@ from ._protocol import (
     StoreError,
     StoreUnavailable,
 )
-from ._sqlite_pool import BUSY_TIMEOUT_MS, ConnectionPool
+from ._sqlite_pool import BUSY_TIMEOUT_MS, ConnectionPool, create_private
 
 
 class EmbeddedStore:
@@ -60,7 +59,7 @@ class EmbeddedStore:
         self._frequencies = TermFrequencies(self._fetch_frequencies)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            _create_private(path)
+            create_private(path)
             self._pool.migrate()
         except (apsw.Error, OSError, StoreError) as exc:
             self._pool.close()
@@ -368,15 +367,6 @@ def _unique_tags(tags: Sequence[str]) -> list[str]:
     if len(unique) > vectors_index.MAX_TAGS:
         raise ValueError(f"a note carries at most {vectors_index.MAX_TAGS} tags")
     return unique
-
-
-def _create_private(path: Path) -> None:
-    """Create the database file readable by its owner only, if it does not exist yet.
-
-    It holds every user's notes; SQLite gives its journal and WAL files the same mode.
-    """
-    with contextlib.suppress(FileExistsError):
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
 
 
 def _stored_model(conn: apsw.Connection) -> tuple[str, int] | None:

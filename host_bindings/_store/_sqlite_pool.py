@@ -11,6 +11,7 @@ either in the log with its commit record or not at all.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,15 @@ BUSY_TIMEOUT_MS = 30_000
 
 IDLE_CONNECTIONS = 8
 """Connections kept open for reuse; more are opened under load and closed after."""
+
+
+def create_private(path: Path) -> None:
+    """Create the database file readable by its owner only, if it does not exist yet.
+
+    It holds every user's data; SQLite gives its journal and WAL files the same mode.
+    """
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
 
 
 class ConnectionPool:
