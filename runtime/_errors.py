@@ -44,10 +44,19 @@ class ToolError(Exception):
 
     kind: ClassVar[ErrorKind]
 
-    def __init__(self, message: str, *, field: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.field = field
+        self.details = details
+        """Small JSON-serialisable facts a caller can act on (``retry_after``, the tier
+        required, the seconds elapsed, ...); the envelope carries them as ``details``."""
 
     def envelope(self, tool: str) -> dict[str, Any]:
         """The JSON error envelope for this failure of ``tool``."""
@@ -59,6 +68,8 @@ class ToolError(Exception):
         }
         if self.field is not None:
             body["field"] = self.field
+        if self.details:
+            body["details"] = self.details
         return body
 
 
