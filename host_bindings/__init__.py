@@ -8,10 +8,10 @@ from ._base import CallResources, CallState, HostBinding, current_call
 from ._channel import Channel, ChannelMessage, MessageKind
 from ._clock import ClockBinding, host_timezone
 from ._fs import FsBinding
-from ._grants import HostBindings, UnknownCapability
+from ._grants import HostBindings, UnknownCapability, for_worker
 from ._http import HttpBinding
 from ._http_client import EgressClient, HttpFailure, HttpResponse
-from ._media import MediaBinding, media_message
+from ._media import MediaBinding, media_message, text_messages
 from ._notes import MemoryBinding
 from ._progress import LogBinding, ProgressBinding
 from ._scheduler import (
@@ -60,10 +60,12 @@ __all__ = [
     "UnknownCapability",
     "VaultBinding",
     "current_call",
+    "for_worker",
     "host_timezone",
     "media_message",
     "module_name",
     "open_schedule_store",
+    "text_messages",
 ]
 
 publish(globals(), __all__)

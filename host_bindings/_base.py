@@ -77,8 +77,8 @@ class CallState:
     agent_id: str = "default"
     """The agent profile making the call (vault grants are per agent)."""
     channel_id: str | None = None
-    """The channel the turn came from: where the ``channel`` binding's media go, and the
-    channel a schedule created in the call notifies."""
+    """The session's channel (a branch's: its parent's): where the ``channel`` binding's
+    media and texts go, and the channel a schedule created in the call notifies."""
 
     def release(self) -> None:
         """Close what host functions opened for the call; only once its guest has ended."""

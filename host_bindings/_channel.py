@@ -1,7 +1,8 @@
 """The ``Channel`` seam: where messages to the user go outside a tool result.
 
 The embedder implements :class:`Channel` (a chat connector, a queue, a web socket); the
-scheduler sends each notified run through it and ``send_media`` each attachment. A
+scheduler sends each notified run through it, ``send_media`` each attachment and
+``send_message`` each text. A
 message names the ``channel_id`` it is addressed to (for a schedule: the channel of the
 call that created it) and the user it is for. ``toolcage.runtime.JsonLinesChannel`` is
 the built-in one the CLI uses.
@@ -22,6 +23,8 @@ class MessageKind(enum.StrEnum):
     """A scheduled run ended; ``data`` is its run record, ``text`` its summary."""
     MEDIA = "media"
     """A file sent by a tool; ``attachments`` holds it."""
+    MESSAGE = "message"
+    """A text sent by a tool (``send_message``); ``text`` holds it."""
 
 
 @dataclass(frozen=True, slots=True)

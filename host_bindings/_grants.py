@@ -4,6 +4,10 @@ A tool declares the capabilities it needs (``needs`` in its declaration); by def
 granted exactly those, and the operator can take any away with ``[egress.grants]``. The
 runner defines only the granted bindings in the tool's linker, so a guest importing
 anything else fails at instantiation -- there is no call-time check to get wrong.
+
+A ``worker`` session's guests get fewer: only :data:`WORKER_CAPABILITIES` of what their tool
+was granted (:func:`for_worker`), so no guest in a worker can send on a channel, reach the
+state store or the network, whatever its declared tier.
 """
 
 from __future__ import annotations
@@ -25,6 +29,16 @@ from ._scratchpad import ScratchpadBinding
 from ._search import SearchBinding
 from ._state import StateServices
 from ._vault import VaultBinding
+
+WORKER_CAPABILITIES = frozenset({"fs", "clock", "progress", "log"})
+"""What a worker session's guests may be linked with: reading granted mounts (which a worker
+gets read-only), the clock, progress and logging. Everything else (``channel``, ``memory``,
+``scratchpad``, ``vault``, ``scheduler``, ``http``, ``search``) is withheld."""
+
+
+def for_worker(bindings: Iterable[HostBinding]) -> tuple[HostBinding, ...]:
+    """The part of ``bindings`` a worker session's guest is linked with."""
+    return tuple(b for b in bindings if b.name in WORKER_CAPABILITIES)
 
 
 class UnknownCapability(ValueError):
@@ -64,7 +78,7 @@ class HostBindings:
             FsBinding(define_raw),
             ProgressBinding(),
             LogBinding(),
-            MediaBinding(config.channel.max_media_bytes),
+            MediaBinding(config.channel.max_media_bytes, config.channel.max_message_chars),
         ]
         if state is not None:
             standard += [MemoryBinding(state), ScratchpadBinding(state), VaultBinding(state)]

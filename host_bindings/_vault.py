@@ -67,12 +67,14 @@ class VaultBinding:
 
     def answer(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         try:
-            return ok(text=self.copy(state, request))
+            text, size, created = self.copy(state, request)
+            return ok(text=text, bytes=size, created=created)
         except VaultRefusal as exc:
             return failed(exc.error_type, exc.message)
 
-    def copy(self, state: CallState, request: dict[str, Any]) -> str:
-        """Copy the item into the mount; the message saying what was copied where."""
+    def copy(self, state: CallState, request: dict[str, Any]) -> tuple[str, int, bool]:
+        """Copy the item into the mount; the message saying what was copied where, the bytes
+        copied and whether the file is new."""
         item, path = request.get("item"), request.get("path")
         overwrite = request.get("overwrite", False)
         if (
@@ -95,8 +97,8 @@ class VaultBinding:
             )
         mount, parts = _destination(path, state.mounts)
         data = _read_item(vault, item, self._services.vault.max_bytes)
-        _write_atomically(mount, parts, data, replace=overwrite, shown=path)
-        return f"copied vault item {item!r} ({len(data):,} bytes) to {path}"
+        created = _write_atomically(mount, parts, data, replace=overwrite, shown=path)
+        return f"copied vault item {item!r} ({len(data):,} bytes) to {path}", len(data), created
 
 
 def _check_item(item: str) -> None:
@@ -168,7 +170,8 @@ def _too_big(item: str, size: int, cap: int) -> str:
 
 def _write_atomically(
     mount: GrantedMount, parts: list[str], data: bytes, *, replace: bool, shown: str
-) -> None:
+) -> bool:
+    """Write ``data`` to the file; whether there was none before."""
     try:
         dir_fd = _open_dir(mount, parts[:-1])
     except OSError as exc:
@@ -184,10 +187,12 @@ def _write_atomically(
         finally:
             os.close(fd)
         if replace:
+            created = not _exists(name, dir_fd)
             os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        else:
-            os.link(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
-            os.unlink(temp, dir_fd=dir_fd)
+            return created
+        os.link(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+        os.unlink(temp, dir_fd=dir_fd)
+        return True
     except OSError as exc:
         with contextlib.suppress(OSError):  # never created, or already renamed
             os.unlink(temp, dir_fd=dir_fd)
@@ -198,6 +203,15 @@ def _write_atomically(
         raise VaultRefusal("execution_error", f"cannot write {shown!r}: {_why(exc)}") from None
     finally:
         os.close(dir_fd)
+
+
+def _exists(name: str, dir_fd: int) -> bool:
+    """Whether ``name`` is in the directory (a link counts; it is not followed)."""
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _open_dir(mount: GrantedMount, parts: list[str]) -> int:

@@ -5,6 +5,7 @@ Policies decide -- data in, verdict out -- and import nothing of the rest of too
 
 from ._addresses import blocked_reason
 from ._channel import ChannelConfig
+from ._concurrency import Concurrency, ConcurrencyKind
 from ._config import (
     AgentConfig,
     ApprovalConfig,
@@ -24,6 +25,7 @@ from ._egress import (
     EgressViolation,
     WebSearchConfig,
 )
+from ._images import ImagesConfig
 from ._limits import ToolLimits, ToolLimitsTable
 from ._mcp import McpConfig, McpServerConfig
 from ._mounts import GrantedMount, MountArea, MountError, MountPolicy, MountsConfig
@@ -47,6 +49,8 @@ __all__ = [
     "AgentConfig",
     "ApprovalConfig",
     "ChannelConfig",
+    "Concurrency",
+    "ConcurrencyKind",
     "ConfigError",
     "DelegationConfig",
     "EgressConfig",
@@ -55,6 +59,7 @@ __all__ = [
     "EgressViolation",
     "EmbedderConfig",
     "GrantedMount",
+    "ImagesConfig",
     "LimitsConfig",
     "LoopLimits",
     "McpConfig",

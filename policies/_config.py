@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ._channel import ChannelConfig
+from ._concurrency import Concurrency
 from ._delegation import DelegationConfig
 from ._egress import EgressConfig
 from ._guest_tools import GuestToolsConfig
+from ._images import ImagesConfig
 from ._mcp import McpConfig
 from ._mounts import MountsConfig
 from ._scheduler import SchedulerConfig
@@ -78,6 +80,14 @@ class ToolOverride(_Section):
     """Memory limit for a WASM guest."""
     output_bytes: int | None = Field(None, gt=0)
     """Cap on the raw stdout/stderr a guest or command may produce."""
+    concurrency: str | None = None
+    """Replaces the tool's concurrency mode: ``parallel``, ``serial``, ``limited(N)``,
+    ``exclusive_by_type(TYPE, ARG, ...)`` (see :mod:`._concurrency`)."""
+
+    @field_validator("concurrency")
+    @classmethod
+    def _known_concurrency(cls, value: str | None) -> str | None:
+        return None if value is None else Concurrency.parse(value).text
 
 
 class AgentConfig(_Section):
@@ -92,6 +102,9 @@ class AgentConfig(_Section):
     """Its system prompt in a delegated turn."""
     description: str = ""
     """What it is good at, shown to the models that may delegate to it."""
+    session: Literal["branch", "worker"] = "branch"
+    """The session kind its delegated turns run as: ``branch`` (sends on the delegating
+    session's channel) or ``worker`` (read-only: no channel, state store or writes)."""
 
 
 class LoopLimits(_Section):
@@ -109,6 +122,10 @@ class LoopLimits(_Section):
     """Price of a million input tokens."""
     output_price: float = Field(0.0, ge=0)
     """Price of a million output tokens."""
+    timeout_retries: int = Field(2, ge=0)
+    """Times a ``read_only`` call that timed out is run again before its timeout stands."""
+    timeout_backoff: float = Field(0.5, ge=0)
+    """Seconds before the first such retry; each further one waits twice as long."""
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
         """What this many tokens cost at these prices."""
@@ -133,6 +150,7 @@ class ToolcageConfig(_Section):
     delegation: DelegationConfig = DelegationConfig()
     mcp: McpConfig = McpConfig()
     guest_tools: GuestToolsConfig = GuestToolsConfig()
+    images: ImagesConfig = ImagesConfig()
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Directory that relative paths resolve against (the config file's own directory)."""
 

@@ -7,8 +7,9 @@ frozen :class:`ToolLimits`, so every part of a runtime that bounds a tool reads 
 values: the pipeline its deadline and truncation, a WASM guest its memory and output caps,
 the shell its output cap.
 
-``memory_bytes`` and ``output_bytes`` stay ``None`` unless the operator sets them; each
-tool that has such a limit applies its own default.
+``memory_bytes``, ``output_bytes`` and ``concurrency`` stay ``None`` unless the operator
+sets them; each tool that has such a limit applies its own default (for concurrency, the
+pipeline: see :mod:`._concurrency`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from ._concurrency import Concurrency
 
 if TYPE_CHECKING:
     from ._config import LimitsConfig, ToolcageConfig, ToolOverride
@@ -33,6 +36,8 @@ class ToolLimits:
     """The operator's memory limit for a WASM guest, if set."""
     output_bytes: int | None = None
     """The operator's cap on the raw output of a guest or command, if set."""
+    concurrency: Concurrency | None = None
+    """The operator's concurrency mode for the tool, if set."""
 
     @classmethod
     def resolve(
@@ -46,6 +51,9 @@ class ToolLimits:
             truncate_bytes=override.truncate_bytes or limits.truncate_bytes,
             memory_bytes=override.memory_bytes,
             output_bytes=override.output_bytes,
+            concurrency=(
+                None if override.concurrency is None else Concurrency.parse(override.concurrency)
+            ),
         )
 
 

@@ -40,13 +40,15 @@ from ._hooks import (
     ToolExecutionStart,
     ToolExecutionUpdate,
 )
-from ._result import ImageContent, TextContent, ToolResult
+from ._result import Artifact, ArtifactAction, ImageContent, TextContent, ToolResult
 from ._runtime import Runtime
 from ._tool import (
     Attachment,
     FunctionDecl,
     ProgressUpdate,
     SafetyTier,
+    SessionKind,
+    SessionLink,
     ToolCall,
     ToolExecutionContext,
 )
@@ -75,6 +77,8 @@ _LAZY = {
 __all__ = [
     "Approval",
     "ApprovalRequest",
+    "Artifact",
+    "ArtifactAction",
     "Attachment",
     "Block",
     "CallbackApproval",
@@ -92,6 +96,8 @@ __all__ = [
     "Runtime",
     "SafetyTier",
     "ScheduledTurns",
+    "SessionKind",
+    "SessionLink",
     "StopReason",
     "TextContent",
     "ToolBlockedError",

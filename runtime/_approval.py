@@ -5,6 +5,23 @@
 answer "always"; that standing allowance is remembered for the tool *and a hash of its
 canonical arguments*, never for the tool or the program alone, so approving ``ls -la``
 once does not approve ``rm -rf ~``.
+
+Session kinds. A ``worker`` session runs ``read_only`` tools only: any other call is
+refused before an approver is asked (the worker's guests also lack the handles to write,
+see :class:`~._tool.SessionKind`).
+
+Chains. An approval needed by a delegated agent's call goes up its chain of sessions to
+the first one that has a channel (the requester itself, then its parents): the
+:class:`ApprovalRequest` names that channel and the chain of agents, so the approver can
+ask the user where they are. When no session in the chain has a channel, the call is
+refused without asking. A top-level session's calls go to the approver as they are.
+
+Deferred approval. The agent loop asks for the approvals of a round's privileged calls
+(:meth:`SafetyGate.decide_ahead`) while its other calls run, and runs each privileged call
+once it has its answer; the pipeline's :meth:`SafetyGate.admit` then uses that answer for
+that call id and those arguments, and asks again for anything else.
+
+A refusal says which tier the call needed: ``details={"required_tier": ...}``.
 """
 
 from __future__ import annotations
@@ -17,7 +34,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from ._errors import PermissionDeniedError
-from ._tool import SafetyTier, Tool, ToolExecutionContext
+from ._tool import SafetyTier, SessionKind, Tool, ToolExecutionContext
 
 
 class Approval(StrEnum):
@@ -33,8 +50,15 @@ class ApprovalRequest:
     """What an approver is shown."""
 
     tool: str
+    """The tool to run."""
     arguments: Mapping[str, Any]
+    """Its arguments."""
     context: ToolExecutionContext
+    """The calling session's context."""
+    channel_id: str | None = None
+    """Where to ask the user: the channel of the first session up the chain that has one."""
+    chain: tuple[str, ...] = ()
+    """The agents from the host's own turn down to the one making the call."""
 
 
 class ApprovalPolicy(Protocol):
@@ -66,29 +90,87 @@ def canonical_hash(arguments: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+Key = tuple[str, str]
+"""A tool's name and the hash of its canonical arguments."""
+
+
 class SafetyGate:
-    """Applies the operator's allowances, the remembered approvals and the approver."""
+    """Applies the session kind, the operator's allowances, the remembered approvals and
+    the approver."""
 
     def __init__(self, auto_approve: Iterable[str] = (), policy: ApprovalPolicy | None = None):
         self._auto_approve = frozenset(auto_approve)
         self.policy = policy
-        self._always: set[tuple[str, str]] = set()
+        self._always: set[Key] = set()
+        self._decided: dict[tuple[str, str], tuple[str, PermissionDeniedError | None]] = {}
+
+    def needs_approval(self, name: str, tool: Tool) -> bool:
+        """Whether a call of ``tool`` waits for an approver (unless remembered)."""
+        return tool.safety_tier is SafetyTier.PRIVILEGED and name not in self._auto_approve
 
     async def admit(
         self, name: str, tool: Tool, arguments: Mapping[str, Any], ctx: ToolExecutionContext
     ) -> None:
         """Return if the call may run; raise :class:`PermissionDeniedError` otherwise."""
-        if tool.safety_tier is not SafetyTier.PRIVILEGED or name in self._auto_approve:
+        if ctx.session_kind is SessionKind.WORKER and tool.safety_tier is not SafetyTier.READ_ONLY:
+            raise PermissionDeniedError(
+                f"Tool {name} is {tool.safety_tier.value}; a worker session runs read_only "
+                "tools only",
+                details={"required_tier": tool.safety_tier.value, "session_kind": "worker"},
+            )
+        if not self.needs_approval(name, tool):
             return
         key = (name, canonical_hash(arguments))
+        decided = self._decided.pop((ctx.session_id, ctx.call_id), None) if ctx.call_id else None
+        if decided is not None and decided[0] == key[1]:
+            if decided[1] is not None:
+                raise decided[1]
+            return
+        await self._ask(name, arguments, ctx, key)
+
+    async def decide_ahead(
+        self, name: str, tool: Tool, arguments: Mapping[str, Any], ctx: ToolExecutionContext
+    ) -> None:
+        """Ask now for the call ``ctx.call_id``; :meth:`admit` uses the answer later."""
+        try:
+            await self.admit(name, tool, arguments, ctx)
+            answer = None
+        except PermissionDeniedError as exc:
+            answer = exc
+        self._decided[(ctx.session_id, ctx.call_id)] = (canonical_hash(arguments), answer)
+
+    def forget(self, ctx: ToolExecutionContext, call_ids: Iterable[str]) -> None:
+        """Drop answers decided ahead that no call used (a hook blocked it, ...)."""
+        for call_id in call_ids:
+            self._decided.pop((ctx.session_id, call_id), None)
+
+    async def _ask(
+        self, name: str, arguments: Mapping[str, Any], ctx: ToolExecutionContext, key: Key
+    ) -> None:
         if key in self._always:
             return
+        details: dict[str, Any] = {"required_tier": SafetyTier.PRIVILEGED.value}
         if self.policy is None:
             raise PermissionDeniedError(
-                f"Tool {name} is privileged and needs approval, but no approver is configured"
+                f"Tool {name} is privileged and needs approval, but no approver is configured",
+                details=details,
             )
-        answer = await self.policy.approve(ApprovalRequest(name, arguments, ctx))
+        chain = (*(link.agent_id for link in ctx.parents), ctx.agent_id)
+        channel_id = ctx.send_channel_id
+        if ctx.parents:
+            links = (*ctx.parents, ctx.link())
+            channel_id = next((s.channel_id for s in reversed(links) if s.channel_id), None)
+            if channel_id is None:
+                raise PermissionDeniedError(
+                    f"Tool {name} is privileged and needs approval, but no session in the "
+                    f"chain {' > '.join(chain)} has a channel to ask the user on",
+                    details={**details, "chain": list(chain)},
+                )
+        request = ApprovalRequest(name, arguments, ctx, channel_id, chain)
+        answer = await self.policy.approve(request)
         if answer is Approval.DENY:
-            raise PermissionDeniedError(f"The user did not approve this call of {name}")
+            raise PermissionDeniedError(
+                f"The user did not approve this call of {name}", details=details
+            )
         if answer is Approval.ALLOW_ALWAYS:
             self._always.add(key)

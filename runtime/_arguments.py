@@ -6,7 +6,15 @@ what was expected and what came, so the model's next attempt can succeed:
 
 - the whole arguments object arrives as JSON text (OpenAI and others send it that way);
 - a parameter is spelled ``camelCase`` where the schema says ``snake_case``, or the reverse;
+- a parameter has the name other agents' tools give it (``file_path`` for ``path``,
+  ``cmd`` for ``command``; see :data:`ALIAS_GROUPS`): it is renamed when the schema
+  declares exactly one name of its group and not the one sent;
+- an optional parameter is ``null`` where its schema admits no null: it is left out;
 - a number, boolean, array or object parameter arrives as a JSON string (``"[1, 2]"``).
+
+A required parameter sent as ``null`` (where its schema admits no null) or as ``""`` is
+missing, and the error says so ("'path' is required and was empty"); only a free-text
+parameter (:data:`FREE_TEXT`, such as a file's ``content``) may be empty.
 
 Arguments are also held to the limits of plain JSON data, all checked here, before anything
 recurses into them (a parser, the schema validator, a tool): at most
@@ -41,6 +49,21 @@ MAX_INT_DIGITS = 4300
 MAX_NAME_CHARS = 128
 """Longest tool name looked up (longer ones are not found, and shown cut to this)."""
 
+ALIAS_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("path", "file_path", "filepath", "filename", "file_name", "file"),
+    ("command", "cmd"),
+    ("query", "q", "pattern", "search_query"),
+    ("content", "text", "contents"),
+    ("url", "uri", "link"),
+    ("old_string", "old_str", "old_text"),
+    ("new_string", "new_str", "new_text"),
+)
+"""Names that models trained on other agents' tools use for one parameter."""
+FREE_TEXT = frozenset(
+    {"content", "contents", "text", "new_string", "new_str", "new_text", "body", "data"}
+)
+"""Required parameters that may be the empty string (when their schema allows it)."""
+
 _NOT_STRING_TYPES = frozenset({"object", "array", "integer", "number", "boolean", "null"})
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])([A-Z])")
 
@@ -62,7 +85,18 @@ class ArgumentSpec:
     other schema.
     """
 
-    __slots__ = ("_validator", "aliases", "check", "json_params", "name", "properties", "schema")
+    __slots__ = (
+        "_validator",
+        "aliases",
+        "check",
+        "declared",
+        "json_params",
+        "name",
+        "nulls_dropped",
+        "properties",
+        "required_values",
+        "schema",
+    )
 
     def __init__(
         self,
@@ -73,6 +107,8 @@ class ArgumentSpec:
         aliases: Mapping[str, str],
         json_params: frozenset[str],
         validator: Validator | None = None,
+        required_values: tuple[tuple[str, bool, bool], ...] = (),
+        nulls_dropped: frozenset[str] = frozenset(),
     ) -> None:
         self.name = name
         """The tool's name, for errors."""
@@ -86,6 +122,13 @@ class ArgumentSpec:
         self.json_params = json_params
         """Parameters whose schema type is not string: a string value is parsed as JSON."""
         self._validator = validator
+        self.declared = frozenset(properties)
+        """The parameter names the schema declares."""
+        self.required_values = required_values
+        """Each required parameter, whether a null value is missing for it (its schema admits
+        no null) and whether an empty string is."""
+        self.nulls_dropped = nulls_dropped
+        """Optional parameters whose schema admits no null: a null value is left out."""
 
     @classmethod
     def of(cls, decl: FunctionDecl) -> ArgumentSpec:
@@ -104,7 +147,30 @@ class ArgumentSpec:
             types = _schema_types(prop)
             if types and "string" not in types and types <= _NOT_STRING_TYPES:
                 json_params.add(name)
-        return cls(decl.name, schema, check, properties, aliases, frozenset(json_params), validator)
+        for alias, name in _group_aliases(properties).items():
+            aliases.setdefault(alias, name)
+        required = schema.get("required", ())
+        required_values = tuple(
+            (name, _null_is_missing(properties[name]), _empty_is_missing(name, properties[name]))
+            for name in required
+            if name in properties
+        )
+        nulls_dropped = frozenset(
+            name
+            for name, prop in properties.items()
+            if name not in required and _null_is_missing(prop)
+        )
+        return cls(
+            decl.name,
+            schema,
+            check,
+            properties,
+            aliases,
+            frozenset(json_params),
+            validator,
+            required_values,
+            nulls_dropped,
+        )
 
     @property
     def validator(self) -> Validator:
@@ -112,6 +178,35 @@ class ArgumentSpec:
         if self._validator is None:
             self._validator = _validator(self.name, self.schema)
         return self._validator
+
+
+def _group_aliases(properties: Mapping[str, Any]) -> dict[str, str]:
+    """Each undeclared name of an :data:`ALIAS_GROUPS` group (and its camelCase) -> the one
+    name of the group the schema declares; groups with two declared names are left out."""
+    aliases: dict[str, str] = {}
+    for group in ALIAS_GROUPS:
+        declared = [name for name in group if name in properties]
+        if len(declared) != 1:
+            continue
+        for alias in group:
+            for spelling in (alias, to_camel(alias)):
+                if spelling not in properties:
+                    aliases[spelling] = declared[0]
+    return aliases
+
+
+def _null_is_missing(schema: Any) -> bool:
+    """Whether the (sub)schema of a parameter certainly refuses null."""
+    types = _schema_types(schema)
+    return bool(types) and "null" not in types
+
+
+def _empty_is_missing(name: str, schema: Any) -> bool:
+    """Whether ``""`` counts as missing for required parameter ``name``."""
+    if name not in FREE_TEXT:
+        return True
+    shortest = schema.get("minLength", 0) if isinstance(schema, Mapping) else 0
+    return isinstance(shortest, int) and shortest > 0
 
 
 def _validator(name: str, schema: Mapping[str, Any]) -> Validator:
@@ -348,11 +443,24 @@ def _subject(path: tuple[str | int, ...]) -> str:
 
 
 def normalise_arguments(args: dict[str, Any], spec: ArgumentSpec) -> dict[str, Any]:
-    """Apply the unambiguous repairs: alias spellings and JSON-in-a-string values."""
-    if spec.aliases:
-        for alias, name in spec.aliases.items():
-            if alias in args and name not in args:
-                args[name] = args.pop(alias)
+    """Apply the unambiguous repairs (alias spellings, optional nulls, JSON-in-a-string
+    values) and refuse a required parameter sent empty (see the module docstring)."""
+    if spec.aliases and not spec.declared.issuperset(args):
+        for key in [key for key in args if key not in spec.declared]:
+            name = spec.aliases.get(key)
+            if name is not None and name not in args:
+                args[name] = args.pop(key)
+    for name, null_is_missing, empty_is_missing in spec.required_values:
+        value = args.get(name)
+        if value is None:
+            if null_is_missing and name in args:
+                raise ToolValidationError(f"'{name}' is required and was null", field=name)
+        elif empty_is_missing and value == "":
+            raise ToolValidationError(f"'{name}' is required and was empty", field=name)
+    if spec.nulls_dropped and None in args.values():
+        for name in spec.nulls_dropped:
+            if name in args and args[name] is None:
+                del args[name]
     for name in spec.json_params:
         value = args.get(name)
         if isinstance(value, str):

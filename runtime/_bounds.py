@@ -10,10 +10,16 @@ pipeline bounds each part of a result at the tool's byte limit (``truncate_bytes
   even a tiny limit), it is replaced by a small object saying so (``truncated``,
   ``original_bytes``, ``handle``, ``note``), the full JSON kept in the store; details that
   are not JSON at all are replaced by a note saying why;
+- ``artifacts``, measured as JSON against the same limit: over it, the first records that
+  fit in half of it are kept, followed by one record of kind :data:`ARTIFACTS_TRUNCATED`
+  whose ``ref`` is the truncation marker naming the handle of the whole list as JSON;
 - ``display`` and an error's message, cut like text (the full text kept), an error's field
   name cut;
 - images beyond :data:`IMAGE_BYTES` in total, replaced by a text note (an image cut in half
   is no image; the limit is the size providers accept).
+
+Small details and artifacts -- what nearly every call returns -- are measured without
+encoding them: an upper bound of their JSON size from their lengths is enough to pass them.
 
 A failure keeps its error, but not the traceback it was raised with: the frames of a failed
 call (and whatever they reference -- a guest's store, the arguments) are not pinned by a
@@ -25,13 +31,22 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import math
 from typing import Any
 
 from toolcage.policies import truncation_marker
 
 from ._errors import ToolError
 from ._output_store import OutputStore, cut_utf8
-from ._result import ContentBlock, ImageContent, TextContent, ToolResult
+from ._result import (
+    ARTIFACTS_TRUNCATED,
+    Artifact,
+    ArtifactAction,
+    ContentBlock,
+    ImageContent,
+    TextContent,
+    ToolResult,
+)
 from ._tool import ToolExecutionContext
 
 IMAGE_BYTES = 20 << 20
@@ -67,10 +82,14 @@ def bound_result(
             images = True
     error = result.error
     display = result.display
+    details_limit = max(limit, DETAILS_FLOOR)
+    details_fit = result.details is None or _json_bound(result.details, details_limit) >= 0
+    artifacts_fit = _artifacts_fit(result.artifacts, details_limit)
     if (
         text_chars <= quick
         and plain
-        and result.details is None
+        and details_fit
+        and artifacts_fit
         and not images
         and (display is None or _fits(display, quick))
         and (error is None or _error_fits(error, quick))
@@ -82,11 +101,14 @@ def bound_result(
         content = _bound_content(result.content, limit, keep)
         if content is not None:
             changes["content"] = content
-    if result.details is not None:
-        details_limit = max(limit, DETAILS_FLOOR)
+    if not details_fit:
         details = _bound_details(result.details, details_limit // 4, details_limit, keep)
         if details is not result.details:
             changes["details"] = details
+    if not artifacts_fit:
+        artifacts = _bound_artifacts(result.artifacts, details_limit, keep)
+        if artifacts is not result.artifacts:
+            changes["artifacts"] = artifacts
     if display is not None and not _fits(display, quick):
         changes["display"] = _bound_text(display, limit, keep)
     if error is not None and not _error_fits(error, quick):
@@ -190,6 +212,86 @@ def _bound_content(
     blocks: list[ContentBlock] = [TextContent(shown)] if texts or shown else []
     blocks += [TextContent(note) for note in dropped]
     return (*blocks, *kept)
+
+
+def _json_bound(value: Any, budget: int, depth: int = 0) -> int:
+    """An upper bound of the bytes of ``value`` as JSON (UTF-8), or -1 when it may exceed
+    ``budget`` or is not plainly JSON (other types, a float that is not finite, deep
+    nesting): then it is encoded to know. The members of a container are measured in line,
+    the way nearly every tool's details are flat."""
+    kind = type(value)
+    if kind is dict:
+        items: Any = value.items()
+    elif kind is list:
+        items = enumerate(value)
+    else:
+        return _scalar_bound(value)
+    if depth > 16:
+        return -1
+    total = 2
+    for key, item in items:
+        if kind is dict:
+            if type(key) is not str:
+                return -1
+            total += 6 * len(key) + 4
+        member = type(item)
+        if member is str:
+            total += 6 * len(item) + 4  # a control character is written as 6 bytes, \u00XX
+        elif member is bool or item is None or (member is int and -(1 << 63) <= item < 1 << 63):
+            total += 24
+        else:
+            size = _json_bound(item, budget - total, depth + 1)
+            if size < 0:
+                return -1
+            total += size + 2
+        if total > budget:
+            return -1
+    return total
+
+
+def _scalar_bound(value: Any) -> int:
+    """:func:`_json_bound` of a value that is not a container."""
+    kind = type(value)
+    if kind is str:
+        return 6 * len(value) + 2
+    if kind is int:
+        bits: int = value.bit_length()
+        return bits // 3 + 3
+    if kind is bool or value is None:
+        return 5
+    if kind is float:
+        return 24 if math.isfinite(value) else -1
+    return -1
+
+
+def _artifacts_fit(artifacts: tuple[Artifact, ...], limit: int) -> bool:
+    """Whether ``artifacts`` surely fit ``limit`` bytes as JSON (from their lengths)."""
+    total = 2
+    for artifact in artifacts:
+        total += 6 * (len(artifact.kind) + len(artifact.ref)) + 48
+        if total > limit:
+            return False
+    return True
+
+
+def _bound_artifacts(
+    artifacts: tuple[Artifact, ...], limit: int, keep: _Keep
+) -> tuple[Artifact, ...]:
+    """``artifacts``, or the first of them that fit half of ``limit`` bytes and a record
+    of kind :data:`ARTIFACTS_TRUNCATED` naming the handle of them all."""
+    encoded = [json.dumps(a.to_json(), ensure_ascii=False) for a in artifacts]
+    data = f"[{', '.join(encoded)}]".encode("utf-8", "replace")
+    if len(data) <= limit:
+        return artifacts
+    handle = keep.put(data)
+    kept, used = 0, 2
+    for text in encoded:
+        used += len(text.encode("utf-8", "replace")) + 2
+        if used > limit // 2:
+            break
+        kept += 1
+    marker = truncation_marker(len(data), handle=handle)
+    return (*artifacts[:kept], Artifact(ARTIFACTS_TRUNCATED, marker, ArtifactAction.OMITTED))
 
 
 def _bound_details(details: Any, quick: int, limit: int, keep: _Keep) -> Any:

@@ -27,6 +27,16 @@ nor the process's exit. At the deadline the call returns ``timeout``, but Python
 a thread: the function runs on until it returns, and what it does meanwhile still happens.
 ``@tool(process=True)`` runs each call in a worker process instead, killed at the deadline
 (see :mod:`._process_call` for what that asks of the function).
+
+``@tool(concurrency="limited(4)")`` declares how many calls may run at once (``parallel``,
+``serial``, ``limited(N)``, ``exclusive_by_type(TYPE, ARG, ...)``, or a
+:class:`~toolcage.policies.Concurrency`); the operator's ``[tools.NAME] concurrency``
+overrides it, and a bad value is a :class:`UsageError` here (see :mod:`._concurrency`).
+
+``@tool(client_side=True)`` declares a tool the host's own client runs (a browser action, a
+device's sensor): the function only declares it, its body never runs; a call is validated
+and answered with a ``pending`` result naming its call id, and ``run_turn`` stops until the
+host gives the results (see :mod:`._loop`).
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ from typing import Any, overload
 import docstring_parser
 import pydantic
 from pydantic.fields import FieldInfo
+from toolcage.policies import Concurrency
 
 from ._errors import ToolValidationError, UsageError
 from ._process_call import call_in_process, importable_name
@@ -63,10 +74,16 @@ class FunctionTool:
         safety_tier: SafetyTier = SafetyTier.SIDE_EFFECTING,
         timeout: float = 30.0,
         process: bool = False,
+        client_side: bool = False,
+        concurrency: str | Concurrency | None = None,
     ) -> None:
         self.func = func
         self.safety_tier = safety_tier
         self.timeout = timeout
+        self.concurrency = _concurrency(func, concurrency)
+        """The declared concurrency mode; ``None``: the tier's default."""
+        self.client_side = client_side
+        """Whether the host's client runs the calls (they return a pending result)."""
         self._is_async = inspect.iscoroutinefunction(func)
         docstring, param_docs = parse_docstring(inspect.getdoc(func) or "")
         self._context_param, self._model = _arguments_model(func, param_docs)
@@ -90,6 +107,8 @@ class FunctionTool:
             raise ToolValidationError(
                 f"{field or 'arguments'}: {first['msg']}", field=field
             ) from None
+        if self.client_side:
+            return ToolResult.pending(ctx.call_id)
         kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
         if self._context_param is not None:
             kwargs[self._context_param] = ctx
@@ -116,6 +135,8 @@ def tool(
     safety_tier: SafetyTier = SafetyTier.SIDE_EFFECTING,
     timeout: float = 30.0,
     process: bool = False,
+    client_side: bool = False,
+    concurrency: str | Concurrency | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
     func: Callable[..., Any] | None = None,
@@ -126,6 +147,8 @@ def tool(
     safety_tier: SafetyTier = SafetyTier.SIDE_EFFECTING,
     timeout: float = 30.0,
     process: bool = False,
+    client_side: bool = False,
+    concurrency: str | Concurrency | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Declare a Python function as a tool (see the module docstring)."""
 
@@ -137,6 +160,8 @@ def tool(
             safety_tier=safety_tier,
             timeout=timeout,
             process=process,
+            client_side=client_side,
+            concurrency=concurrency,
         )
 
     return wrap(func) if func is not None else wrap
@@ -215,6 +240,17 @@ def _described(annotation: Any) -> bool:
     if typing.get_origin(annotation) is not typing.Annotated:
         return False
     return any(isinstance(m, FieldInfo) and m.description for m in annotation.__metadata__)
+
+
+def _concurrency(
+    func: Callable[..., Any], declared: str | Concurrency | None
+) -> Concurrency | None:
+    if declared is None or isinstance(declared, Concurrency):
+        return declared
+    try:
+        return Concurrency.parse(declared)
+    except ValueError as exc:
+        raise UsageError(f"{func.__name__}: {exc}") from None
 
 
 def _process_target(

@@ -15,8 +15,12 @@ never arguments. Loops cannot happen: the context carries the delegation depth, 
 ``max_depth`` levels down cannot delegate further, and no agent delegates to itself. The
 tool's own timeout (``[tools.delegate_to_agent] timeout``) bounds the whole nested turn.
 
-What the delegate sent to the channel with ``send_media`` reached the user already (its
-calls carry the caller's ``channel_id``); the result lists it beside the delegate's answer.
+Session kind. The delegate runs as the profile's ``session`` kind: a ``branch`` by default
+(what it sends with ``send_media`` or ``send_message`` goes to the delegating session's
+channel), or a ``worker`` (read-only: no channel, no state store, no writes; see
+:class:`~._tool.SessionKind`). Its context records the chain of sessions above it, so an
+approval it needs goes up to the first of them that has a channel (see :mod:`._approval`).
+What it sent reached the user already; the result lists the media beside its answer.
 
 A host tool, not a WASI guest: it opens no file, socket or process itself -- each effect
 of the nested turn is a call of another tool, run (and sandboxed) as that tool is -- and a
@@ -26,7 +30,6 @@ worker thread for the whole nested turn.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -41,7 +44,7 @@ from ._errors import (
 )
 from ._model_client import ModelAPIError, ModelClient
 from ._result import ToolResult
-from ._tool import FunctionDecl, SafetyTier, ToolExecutionContext
+from ._tool import FunctionDecl, SafetyTier, SessionKind, ToolExecutionContext
 from .providers.base import ToolOutcome, UserMessage
 
 if TYPE_CHECKING:
@@ -117,13 +120,8 @@ class DelegateToAgent:
                 f"agent {name!r} runs on model {agent.model!r}, which the host did not provide "
                 "(Runtime.from_config(models=...))"
             )
-        nested = dataclasses.replace(
-            ctx,
-            agent_id=name,
-            session_id=f"{ctx.session_id}/{name}",
-            attachments=(),
-            call_id="",
-            delegation_depth=ctx.delegation_depth + 1,
+        nested = ctx.child(
+            SessionKind(agent.session), agent_id=name, session_id=f"{ctx.session_id}/{name}"
         )
         try:
             turn = await run_turn(

@@ -5,14 +5,26 @@ runs the calls of each response through the runtime's pipeline (``execute_call``
 events, approval, validation, checks, deadlines all apply), appends the results and asks
 again, until the model answers without calls or a budget runs out.
 
-Scheduling. A run of consecutive ``read_only`` calls runs concurrently (one anyio task
-group); any other call runs alone, in the model's order, after everything before it. So a
-write never overlaps anything, and results always go back in the model's call order.
+Rounds. The calls of one response run as :mod:`._round` says: consecutive ``read_only``
+calls concurrently, any other alone and in order; a call waiting for a human's approval
+does not hold the others up; a timed-out ``read_only`` call is retried with backoff. Results
+always go back in the model's call order, each with the time it finished
+(:attr:`ToolOutcome.finished_at`).
 
 Abort. When the host sets the ``abort`` event, the running tools are cancelled (each still
 yields its ``cancelled`` result and end event, from the pipeline), calls that had not
 started get a ``cancelled`` result too, the results go into the conversation so it stays
 well-formed, and the turn returns with :attr:`StopReason.ABORTED` -- nothing is raised.
+
+Client-side tools. A tool the host's client runs (``@tool(client_side=True)``) answers
+with a ``pending`` result. When a round has one, the turn stops with
+:attr:`StopReason.AWAITING_TOOL_RESULTS`: the conversation ends with the round's results,
+the pending ones among them, and :attr:`TurnResult.pending` lists their call ids. The host
+runs them and continues the turn with ``run_turn(client, runtime, turn.messages,
+tool_results={call_id: result, ...})``: each pending result is replaced by the given one
+(a :class:`ToolResult` or its text, bounded like any result) and the model is asked again;
+the budgets count afresh from there. A turn awaiting results is not recorded (below) until
+it ends.
 
 Validation-retry. A ``validation_error`` goes back to the model with the failing field and
 the tool's schema, so it can correct the call. When the same tool fails validation again
@@ -33,19 +45,20 @@ import dataclasses
 import enum
 import functools
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 import anyio
 from toolcage.policies import LoopLimits
 
+from ._bounds import bound_result
 from ._conversation import record_turn
-from ._errors import ErrorKind, ToolCancelledError, ToolError, ToolNotFoundError
+from ._errors import ErrorKind, ToolError, ToolNotFoundError, UsageError
 from ._model_client import ModelClient
 from ._result import TextContent, ToolResult
+from ._round import Sleep, execute_round, timestamp, unless_aborted
 from ._runtime import DEFAULT_CONTEXT, Runtime
-from ._tool import FunctionDecl, SafetyTier, ToolCall, ToolExecutionContext
+from ._tool import FunctionDecl, ToolExecutionContext
 from .providers.base import (
     Message,
     ModelRequest,
@@ -54,8 +67,6 @@ from .providers.base import (
     ToolResultsMessage,
     Usage,
 )
-
-T = TypeVar("T")
 
 
 class StopReason(enum.StrEnum):
@@ -73,6 +84,8 @@ class StopReason(enum.StrEnum):
     """The host aborted the turn."""
     VALIDATION_FAILED = "validation_failed"
     """A call kept failing validation; see :attr:`TurnResult.error`."""
+    AWAITING_TOOL_RESULTS = "awaiting_tool_results"
+    """Client-side calls wait for the host's results; see :attr:`TurnResult.pending`."""
 
 
 @dataclass(slots=True)
@@ -97,6 +110,9 @@ class TurnResult:
     """The surfaced validation error, when ``stop`` is ``validation_failed``."""
     cost: float = 0.0
     """What the turn cost at the prices of its :class:`LoopLimits`."""
+    pending: list[str] = field(default_factory=list)
+    """Ids of the client-side calls whose results the host gives next, when ``stop`` is
+    ``awaiting_tool_results``."""
 
 
 async def run_turn(
@@ -109,9 +125,17 @@ async def run_turn(
     tools: Sequence[FunctionDecl] | None = None,
     limits: LoopLimits | None = None,
     abort: anyio.Event | None = None,
+    tool_results: Mapping[str, ToolResult | str] | None = None,
+    sleep: Sleep = anyio.sleep,
 ) -> TurnResult:
-    """Run the model and its tool calls until it answers (see the module docstring)."""
+    """Run the model and its tool calls until it answers (see the module docstring).
+
+    ``tool_results`` continue a turn that stopped awaiting client-side results: one per
+    pending call id of the last message of ``messages``. ``sleep`` waits out the backoff of
+    timeout retries.
+    """
     ctx = context or DEFAULT_CONTEXT
+    messages = _resumed(runtime, messages, tool_results or {}, ctx)
     turn = await _run_rounds(
         client,
         runtime,
@@ -121,9 +145,51 @@ async def run_turn(
         tools,
         limits or runtime.config.loop,
         abort or anyio.Event(),
+        sleep,
     )
-    await record_turn(runtime.state, ctx, messages, turn.text)
+    if turn.stop is not StopReason.AWAITING_TOOL_RESULTS:
+        await record_turn(runtime.state, ctx, messages, turn.text)
     return turn
+
+
+def _resumed(
+    runtime: Runtime,
+    messages: Sequence[Message],
+    given: Mapping[str, ToolResult | str],
+    ctx: ToolExecutionContext,
+) -> Sequence[Message]:
+    """``messages`` with the pending results of its last message replaced by ``given``."""
+    last = messages[-1] if messages else None
+    if not isinstance(last, ToolResultsMessage):
+        last = ToolResultsMessage(())
+    waiting = {o.call.id for o in last.outcomes if o.result.pending_call is not None}
+    if set(given) != waiting:
+        missing, unknown = sorted(waiting - set(given)), sorted(set(given) - waiting)
+        raise UsageError(
+            "tool_results must answer exactly the pending calls of the last message"
+            + (f"; missing: {', '.join(missing)}" if missing else "")
+            + (f"; not pending: {', '.join(unknown)}" if unknown else "")
+        )
+    if not waiting:
+        return messages
+    outcomes = tuple(
+        _client_outcome(runtime, o, given[o.call.id], ctx) if o.call.id in waiting else o
+        for o in last.outcomes
+    )
+    return [*messages[:-1], ToolResultsMessage(outcomes)]
+
+
+def _client_outcome(
+    runtime: Runtime, outcome: ToolOutcome, given: ToolResult | str, ctx: ToolExecutionContext
+) -> ToolOutcome:
+    """A pending outcome answered with the result the host's client gave."""
+    name = outcome.call.name
+    result = ToolResult.text(given) if isinstance(given, str) else given
+    limit = runtime.pipeline.tool_limits.truncate_bytes(name)
+    bounded = bound_result(
+        result, limit, runtime.output_store, ctx.for_call(outcome.call.id, ctx.progress)
+    )
+    return ToolOutcome(outcome.call, bounded.finished(name, bounded.duration), timestamp())
 
 
 async def _run_rounds(
@@ -135,6 +201,7 @@ async def _run_rounds(
     tools: Sequence[FunctionDecl] | None,
     limits: LoopLimits,
     abort: anyio.Event,
+    sleep: Sleep,
 ) -> TurnResult:
     """The model's rounds and their tool calls, until it answers or a budget runs out."""
     decls = list(tools) if tools is not None else runtime.registry.declarations(ctx.agent_id)
@@ -146,7 +213,7 @@ async def _run_rounds(
             turn.stop = stop
             return turn
         request = ModelRequest(list(turn.messages), decls, system)
-        response: ModelResponse | None = await _unless_aborted(
+        response: ModelResponse | None = await unless_aborted(
             functools.partial(client.complete, request), abort
         )
         if response is None:
@@ -163,8 +230,7 @@ async def _run_rounds(
         if not calls:
             turn.stop = StopReason.COMPLETED
             return turn
-        results = await _execute_round(runtime, calls, ctx, abort)
-        outcomes = [ToolOutcome(c, r) for c, r in zip(calls, results, strict=True)]
+        outcomes = await execute_round(runtime, calls, ctx, abort, limits, sleep)
         turn.calls.extend(outcomes)
         sent: list[ToolOutcome] = []
         for outcome in outcomes:
@@ -179,6 +245,10 @@ async def _run_rounds(
         if turn.error is not None:
             turn.stop = StopReason.VALIDATION_FAILED
             return turn
+        turn.pending = [o.call.id for o in outcomes if o.result.pending_call is not None]
+        if turn.pending:
+            turn.stop = StopReason.AWAITING_TOOL_RESULTS
+            return turn
 
 
 def _budget_spent(turn: TurnResult, limits: LoopLimits) -> StopReason | None:
@@ -190,74 +260,6 @@ def _budget_spent(turn: TurnResult, limits: LoopLimits) -> StopReason | None:
     if limits.max_cost is not None and turn.cost >= limits.max_cost:
         return StopReason.COST_BUDGET
     return None
-
-
-async def _unless_aborted(work: Callable[[], Awaitable[T]], abort: anyio.Event) -> T | None:
-    """``await work()``, or ``None`` if ``abort`` is set first (the work is cancelled)."""
-    box: list[T] = []
-    failures: list[Exception] = []
-    async with anyio.create_task_group() as group:
-
-        async def watch() -> None:
-            await abort.wait()
-            group.cancel_scope.cancel()
-
-        group.start_soon(watch)
-        try:
-            box.append(await work())
-        except Exception as exc:  # re-raised below as itself, not as an ExceptionGroup
-            failures.append(exc)
-        group.cancel_scope.cancel()
-    if failures:
-        raise failures[0]
-    return box[0] if box else None
-
-
-def _batches(runtime: Runtime, calls: Sequence[ToolCall], agent_id: str) -> list[list[int]]:
-    """Indices of calls grouped into runs: consecutive read-only calls share a batch."""
-    batches: list[list[int]] = []
-    previous_read_only = False
-    for index, call in enumerate(calls):
-        try:
-            read_only = runtime.registry.get(call.name, agent_id).safety_tier is (
-                SafetyTier.READ_ONLY
-            )
-        except ToolNotFoundError:
-            read_only = False
-        if read_only and previous_read_only:
-            batches[-1].append(index)
-        else:
-            batches.append([index])
-        previous_read_only = read_only
-    return batches
-
-
-async def _execute_round(
-    runtime: Runtime, calls: Sequence[ToolCall], ctx: ToolExecutionContext, abort: anyio.Event
-) -> list[ToolResult]:
-    results: list[ToolResult | None] = [None] * len(calls)
-
-    async def run_one(index: int) -> None:
-        results[index] = await runtime.execute_call(calls[index], ctx)
-
-    async def run_all() -> None:
-        for batch in _batches(runtime, calls, ctx.agent_id):
-            if len(batch) == 1:
-                await run_one(batch[0])
-                continue
-            async with anyio.create_task_group() as group:
-                for index in batch:
-                    group.start_soon(run_one, index)
-
-    await _unless_aborted(run_all, abort)
-    return [
-        result
-        if result is not None
-        else ToolResult.failure(
-            call.name, ToolCancelledError(f"Tool {call.name} was cancelled: the turn was aborted")
-        )
-        for call, result in zip(calls, results, strict=True)
-    ]
 
 
 def _retry_feedback(
@@ -290,4 +292,4 @@ def _retry_feedback(
         f"({retries_left} {'retry' if retries_left == 1 else 'retries'} left)."
     )
     result = dataclasses.replace(outcome.result, content=(TextContent(text),))
-    return ToolOutcome(outcome.call, result), None
+    return dataclasses.replace(outcome, result=result), None

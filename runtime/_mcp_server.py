@@ -4,7 +4,9 @@ One low-level :class:`mcp.server.lowlevel.Server` answers ``tools/list`` and ``t
 for the tools of one agent. Every call goes through :meth:`Runtime.execute_call`, so hooks,
 approval, validation, timeouts and truncation apply as they do in-process, and a failure
 carries the message a model would get, with ``isError`` set and the envelope as
-``structuredContent``.
+``structuredContent``. A success's envelope is its ``structuredContent`` too, so its details
+and artifacts reach the client beside the content; its display line, which is for people,
+goes in ``_meta`` under :data:`DISPLAY_META`.
 
 Progress a tool reports is queued by the synchronous callback and sent by a task beside the
 call as ``notifications/progress``. The SDK cancels the handler's task on
@@ -38,6 +40,8 @@ from ._result import ImageContent, TextContent, ToolResult
 from ._runtime import Runtime
 from ._tool import ProgressUpdate, ToolCall, ToolExecutionContext
 
+DISPLAY_META = "toolcage/display"
+"""The ``_meta`` key of a result's display line."""
 PROGRESS_BUFFER = 64
 """Progress updates queued per call; while the queue is full, further updates are dropped
 (progress is advisory, and a tool must never wait on its client)."""
@@ -158,13 +162,15 @@ async def _forward_progress(
 
 
 def to_call_result(result: ToolResult) -> types.CallToolResult:
-    """Content blocks, the envelope as ``structuredContent``, ``isError`` for a failure."""
+    """Content blocks, the envelope as ``structuredContent``, ``isError`` for a failure, the
+    display line in ``_meta``."""
     blocks: list[types.ContentBlock] = []
     for block in result.content:
         if isinstance(block, TextContent):
             blocks.append(types.TextContent(text=block.text))
         elif isinstance(block, ImageContent):
             blocks.append(types.ImageContent(data=block.base64(), mime_type=block.mime_type))
+    meta = {DISPLAY_META: result.display} if result.display else None
     return types.CallToolResult(
-        content=blocks, structured_content=result.envelope(), is_error=result.is_error
+        meta=meta, content=blocks, structured_content=result.envelope(), is_error=result.is_error
     )

@@ -8,13 +8,17 @@ In order, each step able to end the call with its own error envelope:
    deep or not plain JSON is refused, see :mod:`._arguments`);
 3. **before hooks** -- may block (``blocked``) or rewrite the arguments;
 4. **safety gate** -- privileged tools need approval: ``permission_denied``;
-5. **normalise** -- camelCase/snake_case names, JSON-in-a-string values;
+5. **normalise** -- camelCase/snake_case names, common aliases (``file_path`` for
+   ``path``), JSON-in-a-string values; a required parameter sent empty or null is missing;
 6. **validate** -- JSON Schema: ``validation_error`` naming field, expectation and value;
 7. **security checks** -- paths, shell, egress: ``permission_denied``;
-8. **execute under a deadline** -- ``timeout`` on time even if the tool ignores
-   cancellation (a tool that stops its own work at the deadline reports it, see
-   :mod:`._deadline`); any exception becomes ``execution_error``;
-9. **bound** -- every part of the result (text, details, display, an error's message)
+8. **execute under a deadline** -- a ``limited``/``exclusive_by_type`` tool first waits
+   for its turn, inside the deadline (see :mod:`._concurrency`); ``timeout`` on time even
+   if the tool ignores cancellation (a tool that stops its own work at the deadline reports
+   it, see :mod:`._deadline`), with the seconds elapsed and the limit in its ``details``;
+   any exception becomes ``execution_error``;
+9. **bound** -- images beyond the ``[images]`` limits become a text block saying so (see
+   :mod:`._images`); every part of the result (text, details, display, an error's message)
    beyond the byte limit is cut and kept in the output store (see :mod:`._bounds`);
 10. **after / persist hooks**, then the ``tool_execution_end`` event.
 
@@ -26,6 +30,7 @@ one end event. Only the caller's own cancellation propagates (after the end even
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import secrets
 import time
@@ -33,7 +38,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import anyio
-from toolcage.policies import LimitsConfig, ToolLimitsTable
+from toolcage.policies import ImagesConfig, LimitsConfig, ToolLimitsTable
 
 from ._approval import SafetyGate
 from ._arguments import (
@@ -45,6 +50,7 @@ from ._arguments import (
     validate_arguments,
 )
 from ._bounds import bound_error, bound_result, detach
+from ._concurrency import ConcurrencyGates
 from ._deadline import STOP_GRACE, DeadlineExceeded, run_with_deadline
 from ._errors import (
     ToolBlockedError,
@@ -54,9 +60,10 @@ from ._errors import (
     ToolTimeoutError,
 )
 from ._hooks import Hooks, ToolExecutionEnd, ToolExecutionStart, ToolExecutionUpdate
+from ._images import limit_images
 from ._output_store import OutputStore
 from ._registry import ToolRegistry
-from ._result import ToolResult
+from ._result import TextContent, ToolResult
 from ._security import SecurityCheck
 from ._tool import TOOL_NAME, ProgressCallback, ProgressUpdate, ToolCall, ToolExecutionContext
 
@@ -76,6 +83,7 @@ class ToolPipeline:
         hooks: Hooks | None = None,
         checks: list[SecurityCheck] | None = None,
         tool_limits: ToolLimitsTable | None = None,
+        images: ImagesConfig | None = None,
     ) -> None:
         self.registry = registry
         self.limits = limits
@@ -85,6 +93,12 @@ class ToolPipeline:
         self.checks = checks if checks is not None else []
         self.tool_limits = ToolLimitsTable(limits, {}) if tool_limits is None else tool_limits
         """Each tool's deadline and truncation, resolved once (shared with the tools)."""
+        self.images = ImagesConfig() if images is None else images
+        """How large an image from a tool may be when it reaches a model."""
+        self.gates = ConcurrencyGates(self.tool_limits)
+        """Each tool's concurrency mode and the limits it shares with other calls."""
+        for tool in registry:  # a mode that names arguments the tool lacks fails here
+            self.gates.check(tool.schema().name, tool)
         self.stop_grace = STOP_GRACE
         """Seconds past the deadline a tool that stops its own work has to report."""
         self.closed = False
@@ -147,22 +161,38 @@ class ToolPipeline:
             checked = check.check(tool, checked, ctx)
         limits = self.tool_limits.of(call.name, tool.timeout)
         timeout = limits.timeout
+        gate = self.gates.of(call.name, tool)
+        if gate is None:
+            work = tool.execute(checked, ctx)
+        else:
+            work = gate.run(functools.partial(tool.execute, checked, ctx), checked)
+        began = time.monotonic()
         try:
-            result = await run_with_deadline(
-                tool.execute(checked, ctx), timeout, grace=self.stop_grace
-            )
+            result = await run_with_deadline(work, timeout, grace=self.stop_grace)
         except DeadlineExceeded:
-            raise ToolTimeoutError(f"Tool {call.name} timed out after {timeout:g} s") from None
+            raise ToolTimeoutError(
+                f"Tool {call.name} timed out after {timeout:g} s",
+                details=_timing(began, timeout),
+            ) from None
         except TimeoutError as exc:
             if isinstance(exc, ToolError):
+                _timed(exc, began, timeout)
                 raise
-            raise ToolTimeoutError(f"Tool {call.name} timed out: {exc}") from exc
+            raise ToolTimeoutError(
+                f"Tool {call.name} timed out: {exc}", details=_timing(began, timeout)
+            ) from exc
         if not isinstance(result, ToolResult):
             raise ToolExecutionError(
                 f"Tool {call.name} returned {type(result).__name__}, not a ToolResult"
             )
-        if result.is_error and result.error is None:
-            raise ToolExecutionError(result.output_text or f"Tool {call.name} failed")
+        if result.is_error:
+            if result.error is None:
+                raise ToolExecutionError(result.output_text or f"Tool {call.name} failed")
+            if isinstance(result.error, ToolTimeoutError):
+                _timed(result.error, began, timeout)
+        content = result.content
+        if len(content) != 1 or type(content[0]) is not TextContent:
+            result = limit_images(result, self.images)
         return bound_result(result, limits.truncate_bytes, self.output_store, ctx)
 
     def _failure(self, call: ToolCall, error: ToolError, ctx: ToolExecutionContext) -> ToolResult:
@@ -209,6 +239,20 @@ class ToolPipeline:
             loop.call_soon_threadsafe(hooks.emit_sync, ToolExecutionUpdate(call, ctx, update))
 
         return report
+
+
+def _timing(began: float, timeout: float) -> dict[str, Any]:
+    """What a timeout's envelope says of it: seconds elapsed since the call's deadline
+    started (waiting for a concurrency limit included), the limit, and that a retry may
+    succeed."""
+    limit: float | int = int(timeout) if float(timeout).is_integer() else timeout
+    return {"elapsed": round(time.monotonic() - began, 3), "timeout": limit, "retryable": True}
+
+
+def _timed(error: ToolError, began: float, timeout: float) -> None:
+    """Add the timing to a tool's own timeout error; what the tool said itself stands (the
+    shell knows the command's own timeout and how long it ran)."""
+    error.details = {**_timing(began, timeout), **(error.details or {})}
 
 
 def _describe_crash(exc: BaseException) -> str:

@@ -82,6 +82,7 @@ class Runtime:
             tool_limits=(
                 ToolLimitsTable.from_config(self.config) if tool_limits is None else tool_limits
             ),
+            images=self.config.images,
         )
 
     @classmethod
@@ -98,9 +99,10 @@ class Runtime:
 
         ``path=None`` uses the embedded defaults (a ``./workspace`` directory mounted at
         ``/workspace``). Extra host ``tools`` are registered beside the built-in ones; pass
-        here any host tool the config names. ``channel`` is where ``send_media`` sends
-        files. ``models`` are the model clients ``[agents.*]`` profiles run on (by their
-        ``model`` name): with them and at least one agent, ``delegate_to_agent`` exists.
+        here any host tool the config names. ``channel`` is where ``send_media`` and
+        ``send_message`` send. ``models`` are the model clients ``[agents.*]`` profiles run
+        on (by their ``model`` name): with them and at least one agent, ``delegate_to_agent``
+        exists.
         Raises :class:`ConfigError` for a config that cannot be read or that does not fit
         this runtime (see :mod:`._config_check`).
         """
@@ -140,7 +142,9 @@ class Runtime:
         return runtime
 
     def register(self, tool: Tool) -> None:
-        """Add a host tool."""
+        """Add a host tool; one whose concurrency mode names arguments it does not have is
+        refused."""
+        self.pipeline.gates.check(tool.schema().name, tool)
         self.registry.register(tool)
 
     @property

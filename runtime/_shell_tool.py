@@ -13,11 +13,18 @@ one of them, so a model can keep a build directory and a server directory apart.
 With ``[shell] mode = "disabled"``, ``shell_exec`` is still listed and answers every call
 with ``permission_denied``, so a model learns the shell is off instead of that it is
 missing.
+
+A command's result carries ``details`` -- ``exit_code``, ``timed_out``, ``duration``,
+``cwd``, ``stdout_bytes``, ``stderr_bytes``, and ``signal`` when the exit code says a signal
+ended it (the shell's 128 + N) -- and a display line: ``Ran `make test` (exit 0, 1.20 s)``.
+A background command's details are ``{job_id, background, cwd}``; ``shell_job``'s are
+``{job_id, running, exit_code}``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import signal
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -58,6 +65,8 @@ from ._tool import FunctionDecl, SafetyTier, Tool, ToolExecutionContext
 ANSWER_GRACE = 5.0
 """Seconds beyond a command's timeout to wait for the sidecar's answer before giving up."""
 _SESSION_PATTERN = "^[A-Za-z0-9_.-]{1,64}$"
+DISPLAY_COMMAND_CHARS = 60
+"""Characters of a command shown in a display line."""
 DISABLED_MESSAGE = 'the shell is disabled by the operator (shell.mode = "disabled")'
 
 
@@ -190,8 +199,10 @@ class ShellExecTool:
                 f"Started background job {response['job']} in {response['cwd']}; read its "
                 "output with shell_job."
             )
-            return ToolResult.text(text, details={"job_id": response["job"]})
-        return render(response, timeout)
+            details = {"job_id": response["job"], "background": True, "cwd": response["cwd"]}
+            display = f"Started {shown_command(command)} in the background (job {response['job']})"
+            return ToolResult.text(text, details=details, display=display)
+        return render(response, timeout, command)
 
 
 class ShellJobTool:
@@ -238,7 +249,8 @@ class ShellJobTool:
             response = await call_sidecar(self.sidecar, "kill", request, 10.0)
             return ToolResult.text(
                 f"Killed {args['job_id']} (exit code {response['exit_code']}).",
-                details={"exit_code": response["exit_code"]},
+                details={"job_id": args["job_id"], "exit_code": response["exit_code"]},
+                display=f"Killed job {args['job_id']}",
             )
         wait = float(args.get("wait") or 0.0)
         response = await call_sidecar(self.sidecar, "poll", {**request, "wait": wait}, wait)
@@ -248,8 +260,13 @@ class ShellJobTool:
         # Output lost to the sidecar's ring is marked inside stdout/stderr, where it was lost.
         state = "running" if response["running"] else f"exited with {response['exit_code']}"
         parts.append(f"[job {args['job_id']} {state}]")
-        details = {"running": response["running"], "exit_code": response["exit_code"]}
-        return ToolResult.text("\n".join(p for p in parts if p), details=details)
+        details = {
+            "job_id": args["job_id"],
+            "running": response["running"],
+            "exit_code": response["exit_code"],
+        }
+        display = f"Job {args['job_id']} {state}"
+        return ToolResult.text("\n".join(p for p in parts if p), details=details, display=display)
 
 
 class ShellPolicyCheck:
@@ -288,7 +305,8 @@ async def call_sidecar(
     except TimeoutError:
         await sidecar.check_health()
         raise ToolTimeoutError(
-            f"the shell sidecar did not answer within {seconds + ANSWER_GRACE:g} s"
+            f"the shell sidecar did not answer within {seconds + ANSWER_GRACE:g} s",
+            details={"timeout": seconds + ANSWER_GRACE},
         ) from None
     except SidecarUnavailable as exc:
         raise ToolExecutionError(f"the shell is unavailable: {exc}") from None
@@ -305,27 +323,67 @@ async def call_sidecar(
         raise error(f"the shell refused: {exc.message}") from None
 
 
-def render(response: Mapping[str, Any], timeout: float) -> ToolResult:
-    """A command's result as text for the model (stdout, then stderr, then a status line)."""
+def shown_command(command: str) -> str:
+    """A command as a display line shows it: its first line, cut, in backquotes."""
+    lines = command.strip().splitlines() or [""]
+    first = lines[0]
+    if len(first) > DISPLAY_COMMAND_CHARS or len(lines) > 1:
+        first = first[:DISPLAY_COMMAND_CHARS].rstrip() + " ..."
+    return f"`{first}`"
+
+
+def render(response: Mapping[str, Any], timeout: float, command: str = "") -> ToolResult:
+    """A command's result as text for the model (stdout, then stderr, then a status line),
+    with its details and display line (see the module docstring)."""
     parts = [response["stdout"].rstrip("\n")]
     if response["stderr"]:
         parts.append(f"[stderr]\n{response['stderr'].rstrip()}")
-    details = {
+    details: dict[str, Any] = {
         key: response[key]
         for key in ("exit_code", "timed_out", "duration", "cwd", "stdout_bytes", "stderr_bytes")
     }
+    exit_code = response["exit_code"]
+    killed_by = "SIGKILL" if response["timed_out"] else _signal_name(exit_code)
+    if killed_by is not None:
+        details["signal"] = killed_by
+    shown = shown_command(command)
     if response["timed_out"]:
         parts.append(
             f"[timed out after {timeout:g} s: the command and everything it started were "
             f"killed; cwd {response['cwd']}]"
         )
         text = "\n".join(p for p in parts if p)
-        error = ToolTimeoutError(f"Command timed out after {timeout:g} s. Partial output:\n{text}")
-        return ToolResult(content=(TextContent(text),), details=details, is_error=True, error=error)
+        error = ToolTimeoutError(
+            f"Command timed out after {timeout:g} s. Partial output:\n{text}",
+            details={
+                "elapsed": round(float(response["duration"]), 3),
+                "timeout": timeout,
+                "retryable": True,
+            },
+        )
+        return ToolResult(
+            content=(TextContent(text),),
+            details=details,
+            display=f"{shown} timed out after {timeout:g} s",
+            is_error=True,
+            error=error,
+        )
     parts.append(
         f"[exit code {response['exit_code']}, {response['duration']:.2f} s, cwd {response['cwd']}]"
     )
-    return ToolResult.text("\n".join(p for p in parts if p), details=details)
+    how = f"exit {exit_code}" if killed_by is None else f"killed by {killed_by}"
+    display = f"Ran {shown} ({how}, {response['duration']:.2f} s)"
+    return ToolResult.text("\n".join(p for p in parts if p), details=details, display=display)
+
+
+def _signal_name(exit_code: object) -> str | None:
+    """The signal an exit code of 128 + N names, by the shell's convention."""
+    if not isinstance(exit_code, int) or not 128 < exit_code < 128 + signal.NSIG:
+        return None
+    try:
+        return signal.Signals(exit_code - 128).name
+    except ValueError:
+        return None
 
 
 def shell_builtins(

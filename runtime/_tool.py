@@ -83,6 +83,35 @@ def _ignore_progress(update: ProgressUpdate) -> None:
     del update
 
 
+class SessionKind(enum.StrEnum):
+    """What a session may touch; carried by every call's context.
+
+    The kind is enforced where handles are handed out, not only at the gate: a worker's
+    guests are linked without the ``channel`` and state-store bindings and get read-only
+    mounts, so a write-capable tool registered for a worker still cannot act.
+    """
+
+    MAIN = "main"
+    """Everything its agent's tools and the policies allow; sends on its own channel."""
+    WORKER = "worker"
+    """Read-only by design: only ``read_only`` tools run, with no channel, no state store
+    and read-only mounts."""
+    BRANCH = "branch"
+    """Like ``main``, but sends on its parent's channel (a delegated agent, by default)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLink:
+    """A session a call runs beneath: one link of a chain of delegated turns."""
+
+    agent_id: str
+    """The agent that session runs as."""
+    session_id: str
+    """Its conversation."""
+    channel_id: str | None
+    """Where its messages go (``None``: it has no channel, e.g. a worker)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolExecutionContext:
     """Who is calling and what the turn carries; immutable for the duration of a call."""
@@ -107,6 +136,42 @@ class ToolExecutionContext:
     """Free-form host data, read-only."""
     delegation_depth: int = 0
     """How many ``delegate_to_agent`` turns this call runs beneath (0: the host's own turn)."""
+    session_kind: SessionKind = SessionKind.MAIN
+    """What this session may touch (see :class:`SessionKind`)."""
+    parents: tuple[SessionLink, ...] = ()
+    """The sessions this one runs beneath, the host's own first (empty: a top-level one)."""
+
+    @property
+    def send_channel_id(self) -> str | None:
+        """Where this session's messages go: its own channel (``main``), its parent's
+        (``branch``), none (``worker``)."""
+        if self.session_kind is SessionKind.MAIN:
+            return self.channel_id
+        if self.session_kind is SessionKind.BRANCH:
+            return self.parents[-1].channel_id if self.parents else self.channel_id
+        return None
+
+    def link(self) -> SessionLink:
+        """This session as a link of its children's chain."""
+        return SessionLink(self.agent_id, self.session_id, self.send_channel_id)
+
+    def child(self, kind: SessionKind, *, agent_id: str, session_id: str) -> ToolExecutionContext:
+        """The context of a session run beneath this one (a delegated agent's turn): same
+        user and channel, no attachments, one level deeper."""
+        return ToolExecutionContext(
+            self.user_id,
+            session_id,
+            agent_id,
+            self.channel_id,
+            self.thread_id,
+            (),
+            self.progress,
+            "",
+            self.metadata,
+            self.delegation_depth + 1,
+            kind,
+            (*self.parents, self.link()),
+        )
 
     def for_call(self, call_id: str, progress: ProgressCallback) -> ToolExecutionContext:
         """This context for one call (``dataclasses.replace``, without its per-call cost)."""
@@ -121,6 +186,8 @@ class ToolExecutionContext:
             call_id,
             self.metadata,
             self.delegation_depth,
+            self.session_kind,
+            self.parents,
         )
 
 

@@ -11,11 +11,12 @@
     toolcage new-tool NAME [--dir D]                      scaffold an operator guest tool
     toolcage sidecar ...                                  the shell daemon
 
-``call`` prints the result envelope as JSON and exits 0 on success, 1 on a tool error (with
-``--jsonl``: 1 if any call failed; a bad line is answered and the batch goes on). ``check``
-prints one line per check and exits 0 only when all of them hold. Every command exits 2 on
-bad usage (a broken config is named by its key), 130 on Ctrl-C, and 141 when the reader of
-its output goes away (``toolcage tools | head -1``), without a traceback.
+``call`` prints the result envelope as JSON (and its display line, for people, on stderr)
+and exits 0 on success, 1 on a tool error (with ``--jsonl``: 1 if any call failed; a bad
+line is answered and the batch goes on). ``check`` prints one line per check and exits 0
+only when all of them hold. Every command exits 2 on bad usage (a broken config is named by
+its key), 130 on Ctrl-C, and 141 when the reader of its output goes away (``toolcage tools
+| head -1``), without a traceback.
 """
 
 from __future__ import annotations
@@ -173,6 +174,8 @@ async def _call_one(runtime: Runtime, name: str, arguments: str) -> int:
         async with runtime:
             result = await runtime.execute(name, arguments)
     write_json_line(sys.stdout, result.envelope())
+    if result.display:
+        print(result.display, file=sys.stderr)
     return EXIT_TOOL_ERROR if result.is_error else EXIT_OK
 
 

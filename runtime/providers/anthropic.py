@@ -2,9 +2,9 @@
 
 Tools are ``{"name", "description", "input_schema"}``; calls are ``tool_use`` content blocks
 with an ``id`` and an ``input`` object; results are ``tool_result`` blocks (text and base64
-image content, ``is_error``) that go back together in one user message. Streamed calls
-arrive as ``content_block_start`` (``tool_use``), ``input_json_delta`` fragments and
-``content_block_stop``, keyed by the content-block index.
+image content, the details as a last text block, ``is_error``) that go back together in one
+user message. Streamed calls arrive as ``content_block_start`` (``tool_use``),
+``input_json_delta`` fragments and ``content_block_stop``, keyed by the content-block index.
 
 Extended thinking (``thinking_budget``): the model's ``thinking`` and ``redacted_thinking``
 blocks must go back unchanged, signatures included, at the head of the assistant message
@@ -29,6 +29,7 @@ from .base import (
     Usage,
     UserMessage,
     arguments_from_text,
+    details_text,
     new_call_id,
 )
 
@@ -147,6 +148,8 @@ def _result_block(outcome: ToolOutcome) -> dict[str, Any]:
         elif isinstance(block, ImageContent):
             source = {"type": "base64", "media_type": block.mime_type, "data": block.base64()}
             content.append({"type": "image", "source": source})
+    if details := details_text(outcome.result):
+        content.append({"type": "text", "text": details})
     block_out: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": outcome.call.id,

@@ -7,6 +7,11 @@ response -- whole, or streamed as server-sent events -- back into an
 :class:`AssistantMessage` with its :class:`~toolcage.runtime.ToolCall` list and token
 :class:`Usage`. Adapters are pure translation: no I/O, no runner, no pipeline.
 
+A successful result reaches the model as its text and, when it has them, its ``details``
+(:func:`details_text`: a separate block where the format has blocks, a line after the text
+where it has only a string, a member of Gemini's response object); its ``display`` is for
+people and never sent.
+
 Tool-call ids survive the round trip: the id a provider gave a call is the id its result
 carries back. Where a provider gives none (Gemini), the adapter makes one, and encodes it back
 only where the provider accepts it.
@@ -73,6 +78,10 @@ class ToolOutcome:
     """The call this answers (its id and name are what the provider matches on)."""
     result: ToolResult
     """What the tool returned; ``is_error`` is encoded where the provider has a flag."""
+    finished_at: str = ""
+    """When the result was ready, ISO 8601 UTC (``2026-01-31T12:00:00.000Z``; set by the
+    agent loop). Gemini's ``functionResponse`` carries it; elsewhere an error envelope does,
+    as ``finished_at``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +178,44 @@ def error_flagged_text(outcome: ToolOutcome) -> str:
         text = result.output_text
         if text and text != envelope.get("message"):
             envelope["message"] = text
+        if outcome.finished_at:
+            envelope["finished_at"] = outcome.finished_at
         return json.dumps(envelope, ensure_ascii=False)
     return result.output_text
+
+
+def details_text(result: ToolResult) -> str:
+    """The details of a successful result as the model reads them, ``[details] {...}``; ""
+    when it has none, when they are not JSON, or when the text already is their JSON (a
+    ``@tool`` function's return value, an MCP tool's structured content)."""
+    if result.details is None or result.is_error:
+        return ""
+    try:
+        encoded = json.dumps(result.details, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return ""
+    text = result.output_text
+    if encoded == text or _is_json_of(text, result.details):
+        return ""
+    return f"[details] {encoded}"
+
+
+def _is_json_of(text: str, value: Any) -> bool:
+    """Whether ``text`` is ``value`` as JSON, in any layout."""
+    if not isinstance(value, dict | list) or text.lstrip()[:1] not in ("{", "["):
+        return False
+    try:
+        return bool(json.loads(text) == value)
+    except (ValueError, RecursionError):
+        return False
+
+
+def with_details(text: str, result: ToolResult) -> str:
+    """``text`` followed by the result's :func:`details_text` on a line of its own."""
+    extra = details_text(result)
+    if not extra:
+        return text
+    return f"{text}\n{extra}" if text else extra
 
 
 def arguments_from_text(text: str) -> Mapping[str, Any] | str:

@@ -9,10 +9,11 @@ dropped -- validation still happens against the full schema in the pipeline.
 
 Calls are ``functionCall`` parts with an ``args`` object and, usually, no id: one is made up,
 and sent back in the ``functionResponse`` only when Gemini gave it. Results are
-``functionResponse`` parts (``{"output": text}`` or ``{"error": envelope}``; images as
-``inlineData`` parts). A ``thoughtSignature`` on a call's part is echoed back with it, as
-Gemini requires. Streamed responses are whole ``GenerateContentResponse`` chunks, each
-function call complete within one chunk.
+``functionResponse`` parts (``{"output": text}``, with ``"details"`` when the result has
+them, or ``{"error": envelope}``, with the
+result's ``finished_at`` beside; images as ``inlineData`` parts). A ``thoughtSignature`` on
+a call's part is echoed back with it, as Gemini requires. Streamed responses are whole
+``GenerateContentResponse`` chunks, each function call complete within one chunk.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from .base import (
     Usage,
     UserMessage,
     arguments_from_text,
+    details_text,
     error_flagged_text,
 )
 
@@ -198,6 +200,10 @@ def _response_part(outcome: ToolOutcome) -> dict[str, Any]:
         response = {"error": envelope}
     else:
         response = {"output": error_flagged_text(outcome)}
+        if details_text(result):
+            response["details"] = result.details
+    if outcome.finished_at:
+        response["finished_at"] = outcome.finished_at
     function_response: dict[str, Any] = {"name": outcome.call.name, "response": response}
     if outcome.call.id and not outcome.call.id.startswith(GENERATED_ID_PREFIX):
         function_response["id"] = outcome.call.id

@@ -28,6 +28,7 @@ from .base import (
     arguments_from_text,
     error_flagged_text,
     new_call_id,
+    with_details,
 )
 
 
@@ -70,7 +71,7 @@ class OpenAIChatAdapter:
                 {
                     "role": "tool",
                     "tool_call_id": outcome.call.id,
-                    "content": error_flagged_text(outcome),
+                    "content": with_details(error_flagged_text(outcome), outcome.result),
                 }
             )
             for block in outcome.result.content:

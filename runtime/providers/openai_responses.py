@@ -36,6 +36,7 @@ from .base import (
     arguments_from_text,
     error_flagged_text,
     new_call_id,
+    with_details,
 )
 
 ITEMS = "openai_responses_items"
@@ -190,7 +191,7 @@ def _call(item: Mapping[str, Any]) -> ToolCall:
 
 def _output_item(outcome: ToolOutcome) -> dict[str, Any]:
     images = [b for b in outcome.result.content if isinstance(b, ImageContent)]
-    text = error_flagged_text(outcome)
+    text = with_details(error_flagged_text(outcome), outcome.result)
     output: str | list[dict[str, Any]] = text
     if images:
         output = [{"type": "input_text", "text": text}] if text else []

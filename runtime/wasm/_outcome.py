@@ -4,7 +4,11 @@ This is the one place where wasmtime's ways of ending (a normal return, ``ExitTr
 status, a ``Trap``, an error from the epoch callback -- noted by the runner as plain data in
 a :class:`GuestRun`) and the guest's own JSON result meet the error envelope:
 
-- exit 0 and ``{"ok": true, "text": ...}`` -> a text result;
+- exit 0 and ``{"ok": true, "text": ...}`` -> a text result, with the document's optional
+  ``details`` (a JSON object), ``display`` (its first line is kept) and ``artifacts`` (a list
+  of ``{"kind", "ref", "action"}``); a member of another shape is left out and a warning
+  names the tool on the ``toolcage.wasm`` logger -- an operator's guest that sends junk
+  there still gets its text through, and the built-in tools' tests fail on the warning;
 - ``{"ok": false, "error_type": ..., "message": ...}`` -> the class of that error_type
   (an unknown type is an execution error);
 - stopped at its deadline -> :class:`ToolTimeoutError`; stopped by the caller or because
@@ -21,7 +25,9 @@ does, see ``toolcage.h``), else from stdout.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
+from typing import Any
 
 from toolcage.policies import truncation_marker
 
@@ -33,8 +39,13 @@ from .._errors import (
     ToolExecutionError,
     ToolTimeoutError,
 )
-from .._result import ToolResult
+from .._result import Artifact, ArtifactAction, TextContent, ToolResult
 from ._output import CappedOutput
+
+_guest_log = logging.getLogger("toolcage.wasm")
+
+_ACTIONS = {a.value: a for a in ArtifactAction if a is not ArtifactAction.OMITTED}
+"""The actions a guest may name."""
 
 
 @dataclass(slots=True)
@@ -111,8 +122,80 @@ def _result(run: GuestRun) -> ToolResult:
             text += "\n" + truncation_marker(stdout.total, first=stdout.cap)
         return ToolResult.text(text)
     if document.get("ok") is True:
-        return ToolResult.text(str(document.get("text", "")))
+        text = document.get("text", "")
+        if len(document) == 2:
+            return ToolResult.text(text if isinstance(text, str) else str(text))
+        return _structured(run.tool, document)
     raise _guest_error(document)
+
+
+def _structured(tool: str, document: dict[str, Any]) -> ToolResult:
+    """A success document with more than its text (see the module docstring)."""
+    text = document.get("text", "")
+    details = document.get("details")
+    display = document.get("display")
+    listed = document.get("artifacts")
+    problems: list[str] = []
+    if details is not None and type(details) is not dict:
+        problems.append(f"details must be a JSON object, not {_json_type(details)}")
+        details = None
+    if display is not None and type(display) is not str:
+        problems.append(f"display must be a string, not {_json_type(display)}")
+        display = None
+    elif display is not None and not display.isprintable():  # a line break, a control
+        display = display.splitlines()[0] if display.strip() else None
+    artifacts = () if listed is None else _artifacts(listed, problems)
+    if problems:
+        _guest_log.warning("%s: its result document is malformed: %s", tool, "; ".join(problems))
+    return ToolResult(
+        (TextContent(text if type(text) is str else str(text)),),
+        details,
+        display or None,
+        artifacts=artifacts,
+    )
+
+
+def _artifacts(value: object, problems: list[str]) -> tuple[Artifact, ...]:
+    """The well-formed records of a document's ``artifacts``; each fault noted in
+    ``problems``."""
+    if not isinstance(value, list):
+        problems.append(f"artifacts must be a list, not {_json_type(value)}")
+        return ()
+    found: list[Artifact] = []
+    bad: list[str] = []
+    for index, item in enumerate(value):
+        record = item if isinstance(item, dict) else {}
+        kind, ref, action = record.get("kind"), record.get("ref"), record.get("action")
+        if (
+            kind
+            and isinstance(kind, str)
+            and isinstance(ref, str)
+            and isinstance(action, str)
+            and action in _ACTIONS
+        ):
+            found.append(Artifact(kind, ref, _ACTIONS[action]))
+        else:
+            bad.append(str(index))
+    if bad:
+        shown = ", ".join(bad[:10]) + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
+        problems.append(
+            f"artifacts {shown} must each be {{kind, ref, action}} with action one of "
+            f"{', '.join(_ACTIONS)}"
+        )
+    return tuple(found)
+
+
+def _json_type(value: object) -> str:
+    """The JSON name of a parsed value's type."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object" if isinstance(value, dict) else "null"
 
 
 def _guest_error(document: dict[str, object]) -> ToolError:

@@ -15,7 +15,13 @@ are not bindings (the attachments of the turn are added to the guest's arguments
 under ``_attachments``, base64-encoded). A tool that changes a file declares it under
 ``replaces`` and has it replaced atomically (:mod:`._commit`). A tool granted ``channel``
 sends the media its guest handed over to the runtime's :class:`Channel` once the guest has
-succeeded (see :mod:`toolcage.host_bindings._channel`).
+succeeded (see :mod:`toolcage.host_bindings._channel`), on the session's channel
+(:attr:`~toolcage.runtime.ToolExecutionContext.send_channel_id`: a branch's parent's).
+
+In a ``worker`` session a guest is linked only with the bindings a worker may have
+(:func:`~toolcage.host_bindings.for_worker`) and gets its mounts read-only, whatever its
+tier: a write-capable guest cannot act there; one importing a withheld binding is refused
+(``permission_denied``) before it starts.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from types import MappingProxyType
 from typing import Any, Literal, cast
@@ -37,14 +43,17 @@ from toolcage.host_bindings import (
     ChannelMessage,
     HostBinding,
     MediaBinding,
+    MessageKind,
+    for_worker,
     media_message,
+    text_messages,
 )
 from toolcage.policies import MountPolicy
 
 from .._deadline import current_deadline
 from .._errors import PermissionDeniedError, ToolExecutionError, UsageError
 from .._result import ToolResult
-from .._tool import FunctionDecl, ProgressUpdate, SafetyTier, ToolExecutionContext
+from .._tool import FunctionDecl, ProgressUpdate, SafetyTier, SessionKind, ToolExecutionContext
 from ._commit import ReplaceSpec
 from ._runner import GuestLimits, LinkError, WasmToolRunner
 
@@ -130,6 +139,7 @@ class WasmTool:
         self.limits = GuestLimits(timeout=spec.timeout) if limits is None else limits
         self.channel = channel
         self._outbox = next((b for b in self.bindings if isinstance(b, MediaBinding)), None)
+        self._worker_bindings = for_worker(self.bindings)
         # Preopens cost every call; a tool that reads through ``fs`` does without them.
         self._preopens = "mounts" in spec.needs
         # A read-only guest whose host calls never wait on the network may start on the
@@ -163,7 +173,8 @@ class WasmTool:
 
     async def execute(self, args: Mapping[str, Any], ctx: ToolExecutionContext) -> ToolResult:
         """Run the guest once with the ``args`` document."""
-        if self._outbox is not None and self.channel is None:
+        worker = ctx.session_kind is SessionKind.WORKER
+        if self._outbox is not None and self.channel is None and not worker:
             raise ToolExecutionError(
                 f"{self.name} cannot send anything: no channel is connected to this runtime "
                 "(the host passes one to Runtime.from_config(channel=...))"
@@ -179,6 +190,11 @@ class WasmTool:
                 for a in ctx.attachments
             ]
         mounts = self.mounts.mounts_for(self.name, self.safety_tier.value)
+        bindings = self.bindings
+        if worker:
+            mounts = tuple(replace(m, writable=False) if m.writable else m for m in mounts)
+            bindings = self._worker_bindings
+        channel_id = ctx.send_channel_id
         replacement = None
         if self.spec.replaces is not None:
             replacement = self.spec.replaces.prepare(args, mounts)
@@ -186,7 +202,7 @@ class WasmTool:
         # ASCII JSON: a lone surrogate in a string cannot break the UTF-8 of argv.
         arguments = json.dumps(document).encode()
         state = None
-        if self.bindings:
+        if bindings:
             state = CallState(
                 tool_name=self.name,
                 deadline=_deadline(self.limits.timeout),
@@ -196,7 +212,7 @@ class WasmTool:
                 user_id=ctx.user_id,
                 session_id=ctx.session_id,
                 agent_id=ctx.agent_id,
-                channel_id=ctx.channel_id,
+                channel_id=channel_id,
             )
         try:
             result = await self.runner.run(
@@ -204,18 +220,28 @@ class WasmTool:
                 arguments,
                 mounts if self._preopens else (),
                 self.limits,
-                bindings=self.bindings,
+                bindings=bindings,
                 state=state,
                 inline=self._inline,
             )
             if replacement is not None:
                 replacement.commit()  # no await since the guest returned: see _commit
             if self._outbox is not None and self.channel is not None and state is not None:
-                media = self._outbox.take(state)
-                if media and not result.is_error:
-                    await _send(self.channel, media_message(ctx.user_id, ctx.channel_id, media))
+                outgoing = self._outbox.take(state)
+                if outgoing and not result.is_error:
+                    for message in text_messages(ctx.user_id, channel_id, outgoing):
+                        await _send(self.channel, message)
+                    media = media_message(ctx.user_id, channel_id, outgoing)
+                    if media is not None:
+                        await _send(self.channel, media)
             return result
         except LinkError as exc:
+            if worker:
+                raise PermissionDeniedError(
+                    f"{self.name} cannot run in a worker session, which has no channel, state "
+                    f"store or network: {exc}",
+                    details={"session_kind": SessionKind.WORKER.value},
+                ) from exc
             # The operator took a capability away ([egress.grants]): the tool cannot run.
             raise PermissionDeniedError(str(exc)) from exc
         finally:
@@ -230,9 +256,13 @@ async def _send(channel: Channel, message: ChannelMessage) -> None:
     try:
         await channel.send(message)
     except Exception as exc:  # the embedder's connector: any failure is the call's
+        what = (
+            "the message"
+            if message.kind is MessageKind.MESSAGE
+            else message.text.removeprefix("sent ")
+        )
         raise ToolExecutionError(
-            f"the channel could not send {message.text.removeprefix('sent ')}: "
-            f"{type(exc).__name__}: {exc}"
+            f"the channel could not send {what}: {type(exc).__name__}: {exc}"
         ) from exc
 
 

@@ -60,6 +60,7 @@ class TestSend:
         assert said["ok"] is True
         assert json.loads(str(said["text"]))["channel_id"] == "chat-1"
         [item] = binding.take(state)
+        assert not isinstance(item, str)
         assert (item.name, item.media_type, item.data) == ("a.png", "image/png", b"\x89PNG")
         assert binding.take(state) == []
 

@@ -51,7 +51,8 @@ def surrogate_text() -> ToolResult:
 @tool(safety_tier=SafetyTier.READ_ONLY)
 def images() -> ToolResult:
     """Return two images whose sum is over the image limit."""
-    half = ImageContent(b"\x89PNG" + b"\0" * (IMAGE_BYTES // 2 + 1))
+    png_1x1 = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000")
+    half = ImageContent(png_1x1 + b"\0" * (IMAGE_BYTES // 2 + 1))
     return ToolResult(content=(TextContent("two images"), half, half))
 
 
@@ -85,6 +86,7 @@ async def runtime(tmp_path: Path) -> Any:
     config = tmp_path / "toolcage.toml"
     config.write_text(
         '[[mounts.areas]]\nhost = "workspace"\nguest = "/workspace"\ntiers = { read_only = "ro" }\n'
+        "[images]\nmax_bytes = 20000000\n"
     )
     tools = [big_list, big_parts, big_failure, surrogate_text, images, not_json]
     async with Runtime.from_config(config, tools=tools) as runtime:

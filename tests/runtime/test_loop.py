@@ -40,7 +40,10 @@ from toolcage.runtime.providers import ToolResultsMessage, UserMessage
 
 from .fake_llm import API_KEY, MODEL, PROVIDERS, FakeModel, FakeModelServer, Reply, tool_results
 
-PIXEL = b"\x89PNG\r\n\x1a\n-not-really-but-bytes"
+PIXEL = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
+)
 VARIANTS = [(p, s) for p in PROVIDERS for s in (False, True)]
 IDS = [f"{p}-{'sse' if s else 'json'}" for p, s in VARIANTS]
 

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <wasi/api.h>
+#include <wasm_simd128.h>
 
 void tc_buf_put(tc_buf *b, const char *s, size_t n) {
     if (b->len + n + 1 > b->cap) {
@@ -29,13 +30,49 @@ void tc_buf_put(tc_buf *b, const char *s, size_t n) {
 void tc_buf_puts(tc_buf *b, const char *s) { tc_buf_put(b, s, strlen(s)); }
 void tc_buf_putc(tc_buf *b, char c) { tc_buf_put(b, &c, 1); }
 
+static size_t utf8_seq(const unsigned char *s, size_t len, unsigned *cp);
+
+/* The first index from i of a byte of u[0, n) that a JSON string cannot hold as it is (a
+ * control, '"', '\\') or that starts a non-ASCII character; 16 bytes at a time with wasm SIMD
+ * (wasmtime compiles it to the host's vector instructions), since every result's text
+ * passes here. */
+static __attribute__((target("simd128"))) size_t next_special(const unsigned char *u, size_t i,
+                                                               size_t n) {
+    const v128_t quote = wasm_i8x16_splat('"'), backslash = wasm_i8x16_splat('\\');
+    const v128_t space = wasm_i8x16_splat(0x20);
+    for (; i + 16 <= n; i += 16) {
+        v128_t v = wasm_v128_load(u + i);
+        /* Unsigned v < 0x20 catches the controls, and as signed, v < 0 the bytes >= 0x80. */
+        v128_t special = wasm_v128_or(wasm_i8x16_eq(v, quote), wasm_i8x16_eq(v, backslash));
+        special = wasm_v128_or(special, wasm_u8x16_lt(v, space));
+        special = wasm_v128_or(special, wasm_i8x16_lt(v, wasm_i8x16_splat(0)));
+        uint32_t mask = wasm_i8x16_bitmask(special);
+        if (mask) return i + (size_t)__builtin_ctz(mask);
+    }
+    for (; i < n; i++)
+        if (u[i] < 0x20 || u[i] >= 0x80 || u[i] == '"' || u[i] == '\\') return i;
+    return n;
+}
+
 void tc_buf_json_string(tc_buf *b, const char *s, size_t n) {
     static const char hex[] = "0123456789abcdef";
+    const unsigned char *u = (const unsigned char *)s;
     tc_buf_putc(b, '"');
     size_t plain = 0; /* s[plain, i) needs no escape: copied in one piece */
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
+    for (size_t i = next_special(u, 0, n); i < n; i = next_special(u, i + 1, n)) {
+        unsigned char c = u[i];
+        if (c >= 0x80) {
+            unsigned cp;
+            size_t len = utf8_seq(u + i, n - i, &cp);
+            if (len) {
+                i += len - 1;
+                continue;
+            }
+            tc_buf_put(b, s + plain, i - plain);
+            tc_buf_puts(b, "\xef\xbf\xbd"); /* U+FFFD for a byte that is not UTF-8 */
+            plain = i + 1;
+            continue;
+        }
         tc_buf_put(b, s + plain, i - plain);
         plain = i + 1;
         if (c == '"' || c == '\\') {
@@ -251,6 +288,10 @@ static int read_arguments(tc_buf *in) {
 static const char *result_data;
 static size_t result_size;
 
+/* The structured parts of a successful result: the details object without its closing
+ * brace, the display line, the artifact array without its closing bracket. */
+static tc_buf details_json, display_line, artifacts_json;
+
 /* (address << 32) | length of the result document, 0 when it went to stdout. */
 __attribute__((export_name("toolcage_result"))) uint64_t toolcage_result(void) {
     return ((uint64_t)(uintptr_t)result_data << 32) | (uint64_t)result_size;
@@ -263,8 +304,9 @@ int tc_tool_main(tc_tool_fn run) {
     tc_buf_cstr(&out);
     /* Room for the text and the envelope at once: growing by doubling would copy it again
      * and again. */
-    doc.data = malloc(out.len + 128);
-    doc.cap = doc.data ? out.len + 128 : 0;
+    size_t room = out.len + 128 + details_json.len + 2 * display_line.len + artifacts_json.len;
+    doc.data = malloc(room);
+    doc.cap = doc.data ? room : 0;
     if (error_type) {
         tc_buf_puts(&doc, "{\"ok\":false,\"error_type\":");
         tc_buf_json_string(&doc, error_type, strlen(error_type));
@@ -273,6 +315,23 @@ int tc_tool_main(tc_tool_fn run) {
         tc_buf_puts(&doc, "{\"ok\":true,\"text\":");
     }
     tc_buf_json_string(&doc, out.data, out.len);
+    if (!error_type && details_json.len) {
+        tc_buf_puts(&doc, ",\"details\":");
+        tc_buf_put(&doc, details_json.data, details_json.len);
+        tc_buf_putc(&doc, '}');
+    }
+    if (!error_type && display_line.len) {
+        for (size_t i = 0; i < display_line.len; i++) /* one line: controls become spaces */
+            if ((unsigned char)display_line.data[i] < 0x20 || display_line.data[i] == 0x7F)
+                display_line.data[i] = ' ';
+        tc_buf_puts(&doc, ",\"display\":");
+        tc_buf_json_string(&doc, display_line.data, display_line.len);
+    }
+    if (!error_type && artifacts_json.len) {
+        tc_buf_puts(&doc, ",\"artifacts\":");
+        tc_buf_put(&doc, artifacts_json.data, artifacts_json.len);
+        tc_buf_putc(&doc, ']');
+    }
     tc_buf_puts(&doc, "}\n");
     if (from_host) {
         /* The toolcage host (which passes argv[1]) reads the result out of linear memory
@@ -635,4 +694,154 @@ void tc_buf_truncation_marker(tc_buf *b, long long original_size) {
         tc_buf_putc(b, digits[i]);
     }
     tc_buf_puts(b, " bytes]");
+}
+
+static void detail_key(const char *key) {
+    tc_buf_putc(&details_json, details_json.len ? ',' : '{');
+    tc_buf_json_string(&details_json, key, strlen(key));
+    tc_buf_putc(&details_json, ':');
+}
+
+void tc_detail_strn(const char *key, const char *value, size_t n) {
+    detail_key(key);
+    tc_buf_json_string(&details_json, value, n);
+}
+
+void tc_detail_str(const char *key, const char *value) {
+    if (!value) {
+        detail_key(key);
+        tc_buf_puts(&details_json, "null");
+        return;
+    }
+    tc_detail_strn(key, value, strlen(value));
+}
+
+void tc_detail_name(const char *key, const char *name) {
+    tc_buf shown = {0};
+    tc_buf_put_name(&shown, name, strlen(name));
+    tc_detail_strn(key, tc_buf_cstr(&shown), shown.len);
+    tc_buf_free(&shown);
+}
+
+void tc_buf_int(tc_buf *b, long long value) {
+    char digits[24];
+    size_t n = 0;
+    unsigned long long v = value < 0 ? 0ULL - (unsigned long long)value : (unsigned long long)value;
+    do digits[sizeof digits - 1 - n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    if (value < 0) digits[sizeof digits - 1 - n++] = '-';
+    tc_buf_put(b, digits + sizeof digits - n, n);
+}
+
+void tc_detail_int(const char *key, long long value) {
+    detail_key(key);
+    tc_buf_int(&details_json, value);
+}
+
+void tc_detail_bool(const char *key, int value) {
+    detail_key(key);
+    tc_buf_puts(&details_json, value ? "true" : "false");
+}
+
+/* The end of the one JSON value at p, or NULL. Literals are checked whole and a number must
+ * start like one, so that a word that is no JSON cannot spoil the result document. */
+static const char *value_end(const char *p) {
+    p = tc_json_ws(p);
+    if (!p || !*p) return NULL;
+    const char *end = tc_json_skip(p);
+    if (!end) return NULL;
+    size_t n = (size_t)(end - p);
+    if (*p == 't') return n == 4 && strncmp(p, "true", 4) == 0 ? end : NULL;
+    if (*p == 'f') return n == 5 && strncmp(p, "false", 5) == 0 ? end : NULL;
+    if (*p == 'n') return n == 4 && strncmp(p, "null", 4) == 0 ? end : NULL;
+    return strchr("\"{[-0123456789", *p) ? end : NULL;
+}
+
+void tc_detail_json(const char *key, const char *value) {
+    const char *start = tc_json_ws(value);
+    const char *end = value_end(start);
+    if (!end) return;
+    detail_key(key);
+    tc_buf_put(&details_json, start, (size_t)(end - start));
+}
+
+void tc_result_details(const char *object) {
+    const char *start = tc_json_ws(object);
+    const char *end = start && *start == '{' ? value_end(start) : NULL;
+    if (!end) return;
+    details_json.len = 0;
+    if (*tc_json_ws(start + 1) != '}') /* all but the closing brace: members may follow */
+        tc_buf_put(&details_json, start, (size_t)(end - 1 - start));
+}
+
+void tc_result_display(const char *fmt, ...) {
+    display_line.len = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vprint(&display_line, fmt, ap);
+    va_end(ap);
+}
+
+tc_buf *tc_display(void) { return &display_line; }
+
+void tc_result_artifact(const char *kind, const char *ref, const char *action) {
+    tc_buf shown = {0};
+    tc_buf_put_name(&shown, ref, strlen(ref));
+    tc_buf_putc(&artifacts_json, artifacts_json.len ? ',' : '[');
+    tc_buf_puts(&artifacts_json, "{\"kind\":");
+    tc_buf_json_string(&artifacts_json, kind, strlen(kind));
+    tc_buf_puts(&artifacts_json, ",\"ref\":");
+    tc_buf_json_string(&artifacts_json, tc_buf_cstr(&shown), shown.len);
+    tc_buf_puts(&artifacts_json, ",\"action\":");
+    tc_buf_json_string(&artifacts_json, action, strlen(action));
+    tc_buf_putc(&artifacts_json, '}');
+    tc_buf_free(&shown);
+}
+
+void tc_buf_size(tc_buf *b, unsigned long long bytes) {
+    if (bytes < 1024) {
+        tc_buf_printf(b, "%llu B", bytes);
+        return;
+    }
+    unsigned long long unit = 1024;
+    int scale = 0;
+    while (scale < 3 && bytes / 1024 >= unit) {
+        unit *= 1024;
+        scale++;
+    }
+    unsigned long long tenths = bytes / unit * 10 + (bytes % unit * 10 + unit / 2) / unit;
+    tc_buf_printf(b, "%llu.%llu %cB", tenths / 10, tenths % 10, "KMGT"[scale]);
+}
+
+const char *tc_base_name(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash && slash[1] ? slash + 1 : path;
+}
+
+long long tc_json_pluck(const char *array, const char *key, size_t max, tc_buf *into,
+                        size_t *kept_out) {
+    into->len = 0;
+    tc_buf_putc(into, '[');
+    const char *p = tc_json_ws(array);
+    long long count = -1;
+    size_t kept = 0;
+    if (p && *p == '[') {
+        count = 0;
+        p = tc_json_ws(p + 1);
+        while (p && *p && *p != ']') {
+            count++;
+            const char *value = tc_json_ws(tc_json_get(p, key));
+            const char *end = value_end(value);
+            if (end && *value != 'n' && kept < max) {
+                if (kept++) tc_buf_putc(into, ',');
+                tc_buf_put(into, value, (size_t)(end - value));
+            }
+            p = tc_json_ws(tc_json_skip(p));
+            if (!p || *p != ',') break;
+            p = tc_json_ws(p + 1);
+        }
+    }
+    tc_buf_putc(into, ']');
+    if (kept_out) *kept_out = kept;
+    return count;
 }

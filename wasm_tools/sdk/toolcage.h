@@ -25,7 +25,9 @@ typedef struct {
 void tc_buf_put(tc_buf *b, const char *s, size_t n);
 void tc_buf_puts(tc_buf *b, const char *s);
 void tc_buf_putc(tc_buf *b, char c);
-void tc_buf_json_string(tc_buf *b, const char *s, size_t n); /* "quoted, escaped" */
+/* "quoted, escaped": control characters escaped, and each byte that is not part of valid
+ * UTF-8 written as U+FFFD, so the JSON is always valid UTF-8. */
+void tc_buf_json_string(tc_buf *b, const char *s, size_t n);
 const char *tc_buf_cstr(tc_buf *b);                           /* NUL-terminated view */
 void tc_buf_free(tc_buf *b);
 
@@ -52,6 +54,54 @@ int tc_tool_main(tc_tool_fn run);
 #define TC_PERMISSION "permission_denied"
 #define TC_EXECUTION "execution_error"
 
+/*
+ * Results for two audiences. Beside its text, a successful result may carry, in its result
+ * document:
+ *   "details"   a JSON object of facts a caller decides on ({"path", "bytes", "lines"});
+ *               the model gets it beside the text;
+ *   "display"   one line for a person ("Read notes.txt (42 lines)"); never sent to a model;
+ *   "artifacts" [{"kind", "ref", "action"}]: what the call created, changed, deleted or sent.
+ * `run` sets them with the calls below, in any order; a failed call drops them. Strings are
+ * written as valid UTF-8 (see tc_buf_json_string); names go through tc_buf_put_name first
+ * (tc_detail_name), as they do in the text.
+ */
+void tc_detail_str(const char *key, const char *value);
+void tc_detail_strn(const char *key, const char *value, size_t n);
+void tc_detail_name(const char *key, const char *name); /* a path or name, shown escaped */
+void tc_detail_int(const char *key, long long value);
+void tc_detail_bool(const char *key, int value);
+/* One JSON value copied as it is, such as what tc_json_get found in a host's answer or an
+ * array built with tc_buf_json_string; nothing is added when it is not one JSON value. */
+void tc_detail_json(const char *key, const char *value);
+/* All the details at once, a JSON object (members added later go into it); nothing is set
+ * when it is not one. */
+void tc_result_details(const char *object);
+/* The display line, printf-style; a control character in it becomes a space. */
+void tc_result_display(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The display line itself, to build with tc_buf_puts, tc_buf_int, ...: a printf costs a
+ * fresh instance more than a small tool's whole answer, so a tool called often builds it
+ * this way. */
+tc_buf *tc_display(void);
+/* An artifact: `kind` "file" (a path: file, directory or link), "memory", "schedule",
+ * "media" or the tool's own; `ref` the path (shown escaped: pass it raw) or id; `action`
+ * one of the TC_* below. */
+void tc_result_artifact(const char *kind, const char *ref, const char *action);
+#define TC_CREATED "created"
+#define TC_MODIFIED "modified"
+#define TC_DELETED "deleted"
+#define TC_SENT "sent"
+
+/* The `key` members of the objects in JSON array `array`, as a JSON array of at most `max`
+ * values (nulls left out) in `into`, how many in *kept (when not NULL); returns the array's
+ * length (-1 when it is not one). */
+long long tc_json_pluck(const char *array, const char *key, size_t max, tc_buf *into,
+                        size_t *kept);
+
+/* A byte count for a person: "512 B", "1.2 KB", "3.4 MB", "2.0 GB" (powers of 1024). */
+void tc_buf_size(tc_buf *b, unsigned long long bytes);
+/* The last component of a path (the path itself when it has no '/'). */
+const char *tc_base_name(const char *path);
+
 /* Arguments. A missing member gives the default; a present member of the wrong type
  * is reported through `*bad` (set to the member's name) when bad is not NULL. */
 char *tc_arg_str(const char *args, const char *key, size_t *len);          /* malloc'd or NULL */
@@ -69,6 +119,9 @@ typedef enum { TC_READING, TC_WRITING } tc_access;
  * shown through tc_buf_put_name. */
 const char *tc_fail_errno(tc_buf *out, int err, tc_access access, const char *what,
                           const char *path);
+
+/* A whole number in decimal, without printf. */
+void tc_buf_int(tc_buf *b, long long value);
 
 /* printf into a buffer. */
 void tc_buf_printf(tc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

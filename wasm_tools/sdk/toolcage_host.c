@@ -46,8 +46,14 @@ const char *tch_relay(tch_request_fn request, tch_result_fn result, const char *
 }
 
 const char *tch_answer(int32_t n, tch_result_fn result, const char *capability, tc_buf *out) {
+    return tch_answer_keep(n, result, capability, out, NULL);
+}
+
+const char *tch_answer_keep(int32_t n, tch_result_fn result, const char *capability, tc_buf *out,
+                            char **kept) {
     int32_t code;
     char *answer = take(n, result, &code);
+    if (kept) *kept = answer;
     if (!answer) {
         tc_buf_printf(out, "the %s host call failed (ABI error %d)",
                       capability, (int)code);
@@ -63,7 +69,7 @@ const char *tch_answer(int32_t n, tch_result_fn result, const char *capability, 
         if (text) tc_buf_put(out, text, len);
         free(text);
     }
-    free(answer);
+    if (!kept) free(answer);
     return error_type;
 }
 

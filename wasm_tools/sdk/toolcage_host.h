@@ -138,6 +138,10 @@ const char *tch_relay(tch_request_fn request, tch_result_fn result, const char *
 /* The second half of tch_relay, for a request made some other way: `n` is what the request
  * call returned (a result length or a negative code). */
 const char *tch_answer(int32_t n, tch_result_fn result, const char *capability, tc_buf *out);
+/* tch_answer, also handing over the host's whole answer (malloc'd, NUL-terminated; NULL on
+ * an ABI error) in *answer, for a tool that reads more of it than its "text". */
+const char *tch_answer_keep(int32_t n, tch_result_fn result, const char *capability, tc_buf *out,
+                            char **answer);
 
 /* Progress (fraction < 0: unknown) and log lines (0 debug .. 3 error). */
 void tch_progress(const char *msg, double fraction);

@@ -4,6 +4,7 @@
  * The bytes go into the temporary file the host named (see tc_temp_create); the host
  * renames it over the destination once this tool reported success (without replacing an
  * existing file unless overwrite=true).
+ * Details: {path, attachment, bytes, created}.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -87,7 +88,8 @@ static const char *run(const char *args, tc_buf *out) {
         goto done;
     }
     struct stat st;
-    if (!overwrite && lstat(path, &st) == 0) {
+    int existed = lstat(path, &st) == 0;
+    if (!overwrite && existed) {
         error = tc_fail(out, TC_EXECUTION, "%s already exists (pass overwrite=true to replace it)",
                         shown);
         goto done;
@@ -101,6 +103,15 @@ static const char *run(const char *args, tc_buf *out) {
         if (err != ENOENT) tc_buf_puts(out, "; the file was left as it was");
     } else {
         tc_buf_printf(out, "saved attachment %s (%zu bytes) to %s", shown_name, data.len, shown);
+        tc_detail_str("path", shown);
+        tc_detail_str("attachment", shown_name);
+        tc_detail_int("bytes", (long long)data.len);
+        tc_detail_bool("created", !existed);
+        tc_result_artifact("file", path, existed ? TC_MODIFIED : TC_CREATED);
+        tc_buf amount = {0};
+        tc_buf_size(&amount, data.len);
+        tc_result_display("Saved %s to %s (%s)", shown_name, shown, tc_buf_cstr(&amount));
+        tc_buf_free(&amount);
     }
 done:
     tc_buf_free(&data);

@@ -3,6 +3,7 @@
  *
  * A symbolic link is deleted itself, never what it points to (the path policy leaves the
  * last component of a path to delete unresolved).
+ * Details: {path, type ("file", "link" or "directory"), entries (deleted in all)}.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -44,6 +45,18 @@ static int remove_tree(const char *path, size_t *count) {
     return 0;
 }
 
+/* The details, artifact and display line of a deletion of `path` (shown as `shown`). */
+static void describe(const char *path, const char *shown, const char *type, size_t entries) {
+    tc_detail_str("path", shown);
+    tc_detail_str("type", type);
+    tc_detail_int("entries", (long long)entries);
+    tc_result_artifact("file", path, TC_DELETED);
+    if (entries > 1)
+        tc_result_display("Deleted %s %s (%zu entries)", type, tc_base_name(shown), entries);
+    else
+        tc_result_display("Deleted %s %s", type, tc_base_name(shown));
+}
+
 static const char *run(const char *args, tc_buf *out) {
     char *path = tc_arg_str(args, "path", NULL);
     int recursive = tc_arg_bool(args, "recursive", 0);
@@ -65,13 +78,18 @@ static const char *run(const char *args, tc_buf *out) {
         goto done;
     }
     if (!S_ISDIR(st.st_mode)) {
-        if (unlink(path) != 0) error = tc_fail_errno(out, errno, TC_WRITING, "cannot delete", path);
-        else tc_buf_printf(out, "deleted %s %s", S_ISLNK(st.st_mode) ? "symbolic link" : "file",
-                           shown);
+        if (unlink(path) != 0) {
+            error = tc_fail_errno(out, errno, TC_WRITING, "cannot delete", path);
+        } else {
+            tc_buf_printf(out, "deleted %s %s", S_ISLNK(st.st_mode) ? "symbolic link" : "file",
+                          shown);
+            describe(path, shown, S_ISLNK(st.st_mode) ? "link" : "file", 1);
+        }
         goto done;
     }
     if (rmdir(path) == 0) {
         tc_buf_printf(out, "deleted empty directory %s", shown);
+        describe(path, shown, "directory", 1);
         goto done;
     }
     if (errno != ENOTEMPTY && errno != EEXIST) {
@@ -85,7 +103,10 @@ static const char *run(const char *args, tc_buf *out) {
     size_t count = 0;
     int err = remove_tree(path, &count);
     if (err) error = tc_fail_errno(out, err, TC_WRITING, "cannot delete", path);
-    else tc_buf_printf(out, "deleted directory %s (%zu entries)", shown, count);
+    else {
+        tc_buf_printf(out, "deleted directory %s (%zu entries)", shown, count);
+        describe(path, shown, "directory", count);
+    }
 done:
     free(shown);
     free(path);

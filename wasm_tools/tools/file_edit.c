@@ -3,6 +3,7 @@
  *
  * The edited text goes into the temporary file the host named (see tc_temp_create); the
  * host renames it over the file once this tool reported success.
+ * Details: {path, replacements, bytes (the file's size now), previous_bytes}.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -85,6 +86,13 @@ static const char *run(const char *args, tc_buf *out) {
         goto done;
     }
     tc_buf_printf(out, "replaced %zu occurrence%s in %s", count, count == 1 ? "" : "s", shown);
+    tc_detail_str("path", shown);
+    tc_detail_int("replacements", (long long)count);
+    tc_detail_int("bytes", (long long)edited.len);
+    tc_detail_int("previous_bytes", (long long)data.len);
+    tc_result_artifact("file", path, TC_MODIFIED);
+    tc_result_display("Edited %s (%zu replacement%s)", tc_base_name(shown), count,
+                      count == 1 ? "" : "s");
 done:
     tc_buf_free(&data);
     tc_buf_free(&edited);

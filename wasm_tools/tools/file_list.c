@@ -3,6 +3,7 @@
  * Directories are listed through the host's fs binding: one host call per directory, with
  * every entry's type and size (lstat: links are shown, not followed).
  * Names are shown in the SDK's escaped form (tc_buf_put_name), one entry per line.
+ * Details: {path, entries, files, dirs, links, truncated, unlisted}.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 typedef struct {
     tc_buf *out;
     size_t count;
+    size_t files, dirs, links;
     int truncated;
     size_t unlisted; /* subdirectories that could not be listed, named in `why` */
     tc_buf why;
@@ -103,6 +105,9 @@ static int list_dir(listing *l, int32_t dir, const char *rel, int depth) {
         tc_buf_put_name(l->out, sub.data, sub.len);
         tc_buf_puts(l->out, e->type == TCH_FS_DIR ? "/\n" : "\n");
         l->count++;
+        l->files += e->type == TCH_FS_FILE;
+        l->dirs += e->type == TCH_FS_DIR;
+        l->links += e->type == TCH_FS_LINK;
         if (depth > 1 && e->type == TCH_FS_DIR) {
             int32_t child = toolcage_fs_opendir_at(dir, e->name, (int32_t)strlen(e->name));
             int sub_err = child < 0 ? tch_fs_errno(child) : list_dir(l, child, sub.data, depth - 1);
@@ -114,6 +119,20 @@ static int list_dir(listing *l, int32_t dir, const char *rel, int depth) {
     tc_buf_free(&raw);
     tc_buf_free(&sub);
     return 0;
+}
+
+/* The details and the display line of a listing of `shown`. */
+static void describe(const listing *l, const char *shown) {
+    tc_detail_str("path", shown);
+    tc_detail_int("entries", (long long)l->count);
+    tc_detail_int("files", (long long)l->files);
+    tc_detail_int("dirs", (long long)l->dirs);
+    tc_detail_int("links", (long long)l->links);
+    tc_detail_bool("truncated", l->truncated);
+    tc_detail_int("unlisted", (long long)l->unlisted);
+    tc_result_display("Listed %s (%zu entr%s: %zu file%s, %zu dir%s%s)", tc_base_name(shown),
+                      l->count, l->count == 1 ? "y" : "ies", l->files, l->files == 1 ? "" : "s",
+                      l->dirs, l->dirs == 1 ? "" : "s", l->truncated ? ", stopped" : "");
 }
 
 static const char *run(const char *args, tc_buf *out) {
@@ -134,9 +153,11 @@ static const char *run(const char *args, tc_buf *out) {
     }
     if (info.type != TCH_FS_DIR) {
         tc_buf_printf(out, "file\t%llu\t%s\n", (unsigned long long)info.size, shown);
+        listing one = {out, 1, 1, 0, 0, 0, 0, {0}};
+        describe(&one, shown);
         goto done;
     }
-    listing l = {out, 0, 0, 0, {0}};
+    listing l = {out, 0, 0, 0, 0, 0, 0, {0}};
     int32_t dir = toolcage_fs_opendir(path, (int32_t)strlen(path));
     int err = dir < 0 ? tch_fs_errno(dir) : list_dir(&l, dir, "", (int)depth);
     if (dir >= 0) toolcage_fs_close(dir);
@@ -150,6 +171,7 @@ static const char *run(const char *args, tc_buf *out) {
     if (l.unlisted)
         tc_buf_printf(out, "[%zu directories could not be listed: %s%s]\n", l.unlisted, l.why.data,
                       l.unlisted > 10 ? ", ..." : "");
+    describe(&l, shown);
     tc_buf_free(&l.why);
 done:
     free(shown);

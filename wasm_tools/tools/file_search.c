@@ -11,6 +11,8 @@
  * result names it. The files of a directory are searched before its subdirectories.
  * Symbolic links are not followed. Paths are shown in the SDK's escaped form
  * (tc_buf_put_name); the text of a hit is the file's own.
+ * Details: {path, matches, files (the first MATCHED_NAMED files with a hit), files_matched,
+ * files_searched, truncated (stopped at max_results)}.
  */
 #include <errno.h>
 #include <fnmatch.h>
@@ -27,6 +29,7 @@
 #define LINE_CAP 240
 #define BATCH (4u << 20)            /* bytes of files read per host call */
 #define NAMED 10 /* files named per note; the rest are counted */
+#define MATCHED_NAMED 100 /* files with a hit named in the details; the rest are counted */
 
 /* Files a note of the result is about: how many, and the first NAMED of them by name. */
 typedef struct {
@@ -44,6 +47,8 @@ typedef struct {
     long long max;
     long long hits;
     long long files;
+    long long files_matched;
+    tc_buf matched;     /* the first MATCHED_NAMED files with a hit, as JSON strings */
     noted partial;      /* larger than FILE_CAP: only their first FILE_CAP bytes searched */
     noted hard_linked;  /* hits dropped (see search_file) */
     noted unreadable;   /* files and directories that could not be read, with the reason */
@@ -252,6 +257,14 @@ static void search_file(search *s, const char *path, const char *text, size_t le
         s->out->len = out_len;
         s->hits = hits;
         note(&s->hard_linked, path);
+        return;
+    }
+    if (s->files_matched++ < MATCHED_NAMED) {
+        tc_buf shown = {0};
+        tc_buf_put_name(&shown, path, strlen(path));
+        if (s->matched.len) tc_buf_putc(&s->matched, ',');
+        tc_buf_json_string(&s->matched, tc_buf_cstr(&shown), shown.len);
+        tc_buf_free(&shown);
     }
 }
 
@@ -412,7 +425,27 @@ static const char *run(const char *args, tc_buf *out) {
     snprintf(what, sizeof what, "files are larger than %llu MiB; only their first %llu MiB "
              "were searched", FILE_CAP >> 20, FILE_CAP >> 20);
     report(out, &s.partial, what);
+    char *shown = tc_name(path);
+    tc_detail_str("path", shown);
+    free(shown);
+    tc_detail_int("matches", s.hits);
+    tc_buf files = {0};
+    tc_buf_putc(&files, '[');
+    tc_buf_put(&files, s.matched.data ? s.matched.data : "", s.matched.len);
+    tc_buf_putc(&files, ']');
+    tc_detail_json("files", files.data);
+    tc_buf_free(&files);
+    tc_detail_int("files_matched", s.files_matched);
+    tc_detail_int("files_searched", s.files);
+    tc_detail_bool("truncated", s.hits >= s.max);
+    if (s.hits)
+        tc_result_display("Found %lld match%s in %lld file%s%s", s.hits, s.hits == 1 ? "" : "es",
+                          s.files_matched, s.files_matched == 1 ? "" : "s",
+                          s.hits >= s.max ? " (stopped at max_results)" : "");
+    else
+        tc_result_display("No matches in %lld file%s", s.files, s.files == 1 ? "" : "s");
 done:
+    tc_buf_free(&s.matched);
     tc_buf_free(&s.data);
     tc_buf_free(&s.lower);
     tc_buf_free(&s.partial.names);

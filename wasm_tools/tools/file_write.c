@@ -4,6 +4,7 @@
  * The new content -- for append, the old content followed by the text -- goes into the
  * temporary file the host named (see tc_temp_create); the host renames it over the target
  * once this tool reported success, so the target holds either its old or its new content.
+ * Details: {path, bytes (written by this call), size (of the file now), mode, created}.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,7 +61,8 @@ static const char *run(const char *args, tc_buf *out) {
         goto done;
     }
     struct stat st;
-    if (create && lstat(path, &st) == 0) {
+    int existed = lstat(path, &st) == 0;
+    if (create && existed) {
         error = tc_fail(out, TC_EXECUTION,
                         "%s already exists (mode=create never replaces a file; use "
                         "mode=overwrite or append)",
@@ -87,6 +89,21 @@ static const char *run(const char *args, tc_buf *out) {
         tc_buf_puts(out, "; the file was left as it was");
     } else {
         tc_buf_printf(out, "wrote %zu bytes to %s", len, shown);
+        long long size = (long long)len + (from >= 0 ? (long long)st.st_size : 0);
+        tc_detail_str("path", shown);
+        tc_detail_int("bytes", (long long)len);
+        tc_detail_int("size", size);
+        tc_detail_str("mode", append ? "append" : create ? "create" : "overwrite");
+        tc_detail_bool("created", !existed);
+        tc_result_artifact("file", path, existed ? TC_MODIFIED : TC_CREATED);
+        tc_buf amount = {0};
+        tc_buf_size(&amount, len);
+        if (append && existed)
+            tc_result_display("Appended %s to %s", tc_buf_cstr(&amount), tc_base_name(shown));
+        else
+            tc_result_display("%s %s (%s)", existed ? "Wrote" : "Created", tc_base_name(shown),
+                              tc_buf_cstr(&amount));
+        tc_buf_free(&amount);
     }
 done:
     free(shown);

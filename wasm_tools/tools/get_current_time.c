@@ -1,4 +1,5 @@
-/* get_current_time: the current time in an IANA zone, through the host's clock binding. */
+/* get_current_time: the current time in an IANA zone, through the host's clock binding.
+ * Details: {timezone, iso8601, unix, utc_offset}. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +49,12 @@ static const char *run(const char *args, tc_buf *out) {
             tc_buf_puts(out, tz);
             tc_buf_puts(out, ")");
         }
+        static const char *const facts[] = {"timezone", "iso8601", "unix", "utc_offset"};
+        for (size_t i = 0; i < sizeof facts / sizeof *facts; i++)
+            tc_detail_json(facts[i], tc_json_get(result, facts[i]));
+        char *iso = tc_json_str(tc_json_get(result, "iso8601"), NULL);
+        tc_result_display("Current time in %s: %s", tz ? tz : "the host's zone", iso ? iso : "");
+        free(iso);
         free(when);
         free(tz);
     }

@@ -1,7 +1,8 @@
 /* send_media: send a file to the user's channel as an attachment.
  * The file is read through the fs binding (only under the granted mounts), its media type
  * is sniffed from its first bytes, never from its name, and the bytes go to the host's
- * channel binding (toolcage_channel_v1.send), which enforces the operator's size cap. */
+ * channel binding (toolcage_channel_v1.send), which enforces the operator's size cap.
+ * Details: {path, sent (the name), mime_type, bytes, channel_id}. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,22 @@ static const char *run(const char *args, tc_buf *out) {
     int32_t n = toolcage_channel_send(tc_buf_cstr(&meta), (int32_t)meta.len,
                                       data.data ? data.data : "", (int32_t)data.len);
     error = tch_answer(n, toolcage_channel_result, "channel", out);
+    if (!error) {
+        const char *answer = tc_buf_cstr(out);
+        char *shown = tc_name(path), *shown_name = tc_name(name);
+        tc_detail_str("path", shown);
+        static const char *const facts[] = {"sent", "mime_type", "bytes", "channel_id"};
+        for (size_t i = 0; i < sizeof facts / sizeof *facts; i++)
+            tc_detail_json(facts[i], tc_json_get(answer, facts[i]));
+        tc_result_artifact("media", name, TC_SENT);
+        tc_buf amount = {0};
+        tc_buf_size(&amount, data.len);
+        const char *type = sniff(data.data ? data.data : "", data.len);
+        tc_result_display("Sent %s (%s, %s)", shown_name, type, tc_buf_cstr(&amount));
+        tc_buf_free(&amount);
+        free(shown);
+        free(shown_name);
+    }
 done:
     tc_buf_free(&data);
     tc_buf_free(&meta);
