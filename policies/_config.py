@@ -18,12 +18,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ._audit import AuditConfig, TelemetryConfig
 from ._channel import ChannelConfig
 from ._delegation import DelegationConfig
 from ._egress import EgressConfig
 from ._guest_tools import GuestToolsConfig
 from ._mcp import McpConfig
 from ._mounts import MountsConfig
+from ._rate_limits import RateLimits
 from ._scheduler import SchedulerConfig
 from ._state import StateConfig
 from .shell import ShellConfig
@@ -133,6 +135,9 @@ class ToolcageConfig(_Section):
     delegation: DelegationConfig = DelegationConfig()
     mcp: McpConfig = McpConfig()
     guest_tools: GuestToolsConfig = GuestToolsConfig()
+    audit: AuditConfig = AuditConfig()
+    telemetry: TelemetryConfig = TelemetryConfig()
+    rate_limits: RateLimits = {}
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Directory that relative paths resolve against (the config file's own directory)."""
 
