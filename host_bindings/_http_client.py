@@ -35,6 +35,10 @@ import httpcore
 import httpx
 from toolcage.policies import EgressPolicy, EgressViolation
 
+from ._base import current_call
+from ._rate_limits import ByteMeter, RateLimited
+from ._store import StoreError
+
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _DEFAULT_HEADERS = {
@@ -198,12 +202,27 @@ class EgressClient:
         headers: Mapping[str, str],
         body: bytes,
         deadline: float,
+        meter: ByteMeter | None = None,
     ) -> HttpResponse:
-        """Send one request, following redirects; raise :class:`HttpFailure` on failure."""
+        """Send one request, following redirects; raise :class:`HttpFailure` on failure.
+
+        ``meter`` counts the response's bytes against byte quotas: a spent quota refuses
+        the request, and a response that would overspend one is cut (``permission_denied``
+        both)."""
         try:
-            return self._request(tool, method, url, headers, body, deadline)
+            if meter is not None:
+                meter.start()
+            return self._request(tool, method, url, headers, body, deadline, meter)
         except EgressViolation as exc:
+            _report_egress(False, str(exc))
             raise HttpFailure("permission_denied", f"egress policy: {exc}") from None
+        except RateLimited as exc:
+            raise HttpFailure("permission_denied", exc.message) from None
+        except StoreError as exc:
+            raise HttpFailure("execution_error", f"byte quotas cannot be counted: {exc}") from None
+        finally:
+            if meter is not None:
+                meter.close()
 
     def _request(
         self,
@@ -213,6 +232,7 @@ class EgressClient:
         headers: Mapping[str, str],
         body: bytes,
         deadline: float,
+        meter: ByteMeter | None,
     ) -> HttpResponse:
         rules = self._policy.rules_for(tool)
         if len(body) > rules.max_request_bytes:
@@ -234,12 +254,10 @@ class EgressClient:
         # before handing the response back, and its errors would escape untranslated.
         with transport:
             for hop in range(rules.max_redirects + 1):
-                self._policy.check_target(
-                    tool,
-                    target.scheme,
-                    target.raw_host.decode("ascii", "replace"),
-                    _DEFAULT_PORTS.get(target.scheme) if target.port is None else target.port,
-                )
+                host = target.raw_host.decode("ascii", "replace")
+                port = _DEFAULT_PORTS.get(target.scheme) if target.port is None else target.port
+                self._policy.check_target(tool, target.scheme, host, port)
+                _report_egress(True, f"{method} {target.scheme}://{host}:{port}")
                 url = str(target)
                 timeout = _timeout(rules.connect_timeout, rules.read_timeout, deadline)
                 try:
@@ -270,7 +288,7 @@ class EgressClient:
                         target = next_target
                         continue
                     data, truncated, size = _read_capped(
-                        response, rules.max_response_bytes, deadline
+                        response, rules.max_response_bytes, deadline, meter
                     )
                     return HttpResponse(
                         status=response.status_code,
@@ -321,6 +339,13 @@ class EgressClient:
             self._policy.check_host(host)
 
 
+def _report_egress(allowed: bool, reason: str) -> None:
+    """Tell whatever observes the running call what the egress policy decided."""
+    state = current_call.get(None)
+    if state is not None and state.decide is not None:
+        state.decide("egress", allowed, reason)
+
+
 def _timeout(connect: float, read: float, deadline: float) -> httpx.Timeout:
     left = deadline - time.monotonic()
     if left <= 0:
@@ -331,13 +356,15 @@ def _timeout(connect: float, read: float, deadline: float) -> httpx.Timeout:
 
 
 def _read_capped(
-    response: httpx.Response, cap: int, deadline: float
+    response: httpx.Response, cap: int, deadline: float, meter: ByteMeter | None
 ) -> tuple[bytes, bool, int | None]:
     chunks: list[bytes] = []
     got = 0
     for chunk in response.iter_bytes():
         if time.monotonic() > deadline:
             raise HttpFailure("timeout", "the call's deadline passed while reading the body")
+        if meter is not None:
+            meter.count(len(chunk))
         chunks.append(chunk)
         got += len(chunk)
         if got > cap:

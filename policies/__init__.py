@@ -4,6 +4,7 @@ Policies decide -- data in, verdict out -- and import nothing of the rest of too
 """
 
 from ._addresses import blocked_reason
+from ._audit import AuditConfig, TelemetryConfig
 from ._channel import ChannelConfig
 from ._concurrency import Concurrency, ConcurrencyKind
 from ._config import (
@@ -31,6 +32,7 @@ from ._mcp import McpConfig, McpServerConfig
 from ._mounts import GrantedMount, MountArea, MountError, MountPolicy, MountsConfig
 from ._paths import PathPolicyViolation, canonical_guest_path
 from ._public import publish
+from ._rate_limits import RateLimitConfig, RateRule
 from ._scheduler import SchedulerConfig
 from ._state import EmbedderConfig, StateConfig, VaultConfig
 from ._truncation import truncation_marker
@@ -48,6 +50,7 @@ from .shell import (
 __all__ = [
     "AgentConfig",
     "ApprovalConfig",
+    "AuditConfig",
     "ChannelConfig",
     "Concurrency",
     "ConcurrencyKind",
@@ -70,6 +73,8 @@ __all__ = [
     "MountsConfig",
     "OutputStoreConfig",
     "PathPolicyViolation",
+    "RateLimitConfig",
+    "RateRule",
     "SchedulerConfig",
     "ShellConfig",
     "ShellLimits",
@@ -79,6 +84,7 @@ __all__ = [
     "ShellSyntax",
     "ShellVerdict",
     "StateConfig",
+    "TelemetryConfig",
     "ToolLimits",
     "ToolLimitsTable",
     "ToolOverride",

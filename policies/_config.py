@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ._audit import AuditConfig, TelemetryConfig
 from ._channel import ChannelConfig
 from ._concurrency import Concurrency
 from ._delegation import DelegationConfig
@@ -26,6 +27,7 @@ from ._guest_tools import GuestToolsConfig
 from ._images import ImagesConfig
 from ._mcp import McpConfig
 from ._mounts import MountsConfig
+from ._rate_limits import RateLimits
 from ._scheduler import SchedulerConfig
 from ._state import StateConfig
 from .shell import ShellConfig
@@ -151,6 +153,9 @@ class ToolcageConfig(_Section):
     mcp: McpConfig = McpConfig()
     guest_tools: GuestToolsConfig = GuestToolsConfig()
     images: ImagesConfig = ImagesConfig()
+    audit: AuditConfig = AuditConfig()
+    telemetry: TelemetryConfig = TelemetryConfig()
+    rate_limits: RateLimits = {}
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Directory that relative paths resolve against (the config file's own directory)."""
 

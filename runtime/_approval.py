@@ -102,7 +102,9 @@ class SafetyGate:
         self._auto_approve = frozenset(auto_approve)
         self.policy = policy
         self._always: set[Key] = set()
-        self._decided: dict[tuple[str, str], tuple[str, PermissionDeniedError | None]] = {}
+        self._decided: dict[tuple[str, str], tuple[str, str | PermissionDeniedError | None]] = {}
+        """Answers asked ahead, by session and call id: the arguments' hash, and how the
+        call was let through or why it was refused."""
 
     def needs_approval(self, name: str, tool: Tool) -> bool:
         """Whether a call of ``tool`` waits for an approver (unless remembered)."""
@@ -110,31 +112,34 @@ class SafetyGate:
 
     async def admit(
         self, name: str, tool: Tool, arguments: Mapping[str, Any], ctx: ToolExecutionContext
-    ) -> None:
-        """Return if the call may run; raise :class:`PermissionDeniedError` otherwise."""
+    ) -> str | None:
+        """Return how the call was let through (``None``: it needs no approval); raise
+        :class:`PermissionDeniedError` otherwise."""
         if ctx.session_kind is SessionKind.WORKER and tool.safety_tier is not SafetyTier.READ_ONLY:
             raise PermissionDeniedError(
                 f"Tool {name} is {tool.safety_tier.value}; a worker session runs read_only "
                 "tools only",
                 details={"required_tier": tool.safety_tier.value, "session_kind": "worker"},
             )
-        if not self.needs_approval(name, tool):
-            return
+        if tool.safety_tier is not SafetyTier.PRIVILEGED:
+            return None
+        if name in self._auto_approve:
+            return "approval.auto_approve names the tool"
         key = (name, canonical_hash(arguments))
         decided = self._decided.pop((ctx.session_id, ctx.call_id), None) if ctx.call_id else None
         if decided is not None and decided[0] == key[1]:
-            if decided[1] is not None:
+            if isinstance(decided[1], PermissionDeniedError):
                 raise decided[1]
-            return
-        await self._ask(name, arguments, ctx, key)
+            return decided[1]
+        return await self._ask(name, arguments, ctx, key)
 
     async def decide_ahead(
         self, name: str, tool: Tool, arguments: Mapping[str, Any], ctx: ToolExecutionContext
     ) -> None:
         """Ask now for the call ``ctx.call_id``; :meth:`admit` uses the answer later."""
+        answer: str | PermissionDeniedError | None
         try:
-            await self.admit(name, tool, arguments, ctx)
-            answer = None
+            answer = await self.admit(name, tool, arguments, ctx)
         except PermissionDeniedError as exc:
             answer = exc
         self._decided[(ctx.session_id, ctx.call_id)] = (canonical_hash(arguments), answer)
@@ -146,9 +151,9 @@ class SafetyGate:
 
     async def _ask(
         self, name: str, arguments: Mapping[str, Any], ctx: ToolExecutionContext, key: Key
-    ) -> None:
+    ) -> str:
         if key in self._always:
-            return
+            return "a standing allowance for these arguments"
         details: dict[str, Any] = {"required_tier": SafetyTier.PRIVILEGED.value}
         if self.policy is None:
             raise PermissionDeniedError(
@@ -174,3 +179,5 @@ class SafetyGate:
             )
         if answer is Approval.ALLOW_ALWAYS:
             self._always.add(key)
+            return "approved, and remembered for these arguments"
+        return "approved once"
