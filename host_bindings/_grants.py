@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 import wasmtime
-from toolcage.policies import EgressPolicy, ToolcageConfig
+from toolcage.policies import EgressPolicy, SecretPolicy, ToolcageConfig
 
 from ._base import HostBinding
 from ._clock import ClockBinding
@@ -57,8 +57,9 @@ class HostBindings:
         ``scratchpad`` and ``vault`` bindings share it; with ``schedules`` (the runtime's
         schedule book), so does the ``scheduler`` binding."""
         policy = EgressPolicy(config.egress)
+        secrets = SecretPolicy.load(config.secrets, config.base_dir)
         standard: list[HostBinding] = [
-            HttpBinding.from_policy(policy),
+            HttpBinding.from_policy(policy, secrets),
             SearchBinding.from_policy(policy),
             ClockBinding(),
             FsBinding(define_raw),

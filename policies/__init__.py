@@ -30,6 +30,8 @@ from ._mounts import GrantedMount, MountArea, MountError, MountPolicy, MountsCon
 from ._paths import PathPolicyViolation, canonical_guest_path
 from ._public import publish
 from ._scheduler import SchedulerConfig
+from ._secret_policy import HopCredentials, Secret, SecretMisuse, SecretPolicy, SecretViolation
+from ._secrets import SecretConfig
 from ._state import EmbedderConfig, StateConfig, VaultConfig
 from ._truncation import truncation_marker
 from .shell import (
@@ -55,6 +57,7 @@ __all__ = [
     "EgressViolation",
     "EmbedderConfig",
     "GrantedMount",
+    "HopCredentials",
     "LimitsConfig",
     "LoopLimits",
     "McpConfig",
@@ -66,6 +69,11 @@ __all__ = [
     "OutputStoreConfig",
     "PathPolicyViolation",
     "SchedulerConfig",
+    "Secret",
+    "SecretConfig",
+    "SecretMisuse",
+    "SecretPolicy",
+    "SecretViolation",
     "ShellConfig",
     "ShellLimits",
     "ShellMode",

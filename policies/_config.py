@@ -25,6 +25,7 @@ from ._guest_tools import GuestToolsConfig
 from ._mcp import McpConfig
 from ._mounts import MountsConfig
 from ._scheduler import SchedulerConfig
+from ._secrets import SecretsSection
 from ._state import StateConfig
 from .shell import ShellConfig
 
@@ -133,6 +134,8 @@ class ToolcageConfig(_Section):
     delegation: DelegationConfig = DelegationConfig()
     mcp: McpConfig = McpConfig()
     guest_tools: GuestToolsConfig = GuestToolsConfig()
+    secrets: SecretsSection = {}
+    """``[secrets.NAME]``: credentials the host adds to HTTP requests (:mod:`._secrets`)."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Directory that relative paths resolve against (the config file's own directory)."""
 

@@ -250,6 +250,10 @@ static int read_arguments(tc_buf *in) {
 /* Where the result document is left for the host (see tc_tool_main). */
 static const char *result_data;
 static size_t result_size;
+/* What tc_result_members asked to add to a successful result. */
+static const char *result_members = "";
+
+void tc_result_members(const char *members) { result_members = members ? members : ""; }
 
 /* (address << 32) | length of the result document, 0 when it went to stdout. */
 __attribute__((export_name("toolcage_result"))) uint64_t toolcage_result(void) {
@@ -263,8 +267,9 @@ int tc_tool_main(tc_tool_fn run) {
     tc_buf_cstr(&out);
     /* Room for the text and the envelope at once: growing by doubling would copy it again
      * and again. */
-    doc.data = malloc(out.len + 128);
-    doc.cap = doc.data ? out.len + 128 : 0;
+    size_t members = error_type ? 0 : strlen(result_members);
+    doc.data = malloc(out.len + members + 128);
+    doc.cap = doc.data ? out.len + members + 128 : 0;
     if (error_type) {
         tc_buf_puts(&doc, "{\"ok\":false,\"error_type\":");
         tc_buf_json_string(&doc, error_type, strlen(error_type));
@@ -273,6 +278,7 @@ int tc_tool_main(tc_tool_fn run) {
         tc_buf_puts(&doc, "{\"ok\":true,\"text\":");
     }
     tc_buf_json_string(&doc, out.data, out.len);
+    tc_buf_put(&doc, result_members, members);
     tc_buf_puts(&doc, "}\n");
     if (from_host) {
         /* The toolcage host (which passes argv[1]) reads the result out of linear memory

@@ -47,6 +47,10 @@ int tc_json_bool(const char *value, int *out);              /* 1 if true/false *
  */
 typedef const char *(*tc_tool_fn)(const char *args, tc_buf *out);
 int tc_tool_main(tc_tool_fn run);
+/* More members of a successful result document, written after "text": JSON that starts
+ * with a comma, such as `,"details":{"status":200}`. `run` calls it; the text must live
+ * until run returns (the SDK copies it then). A host that does not know a member ignores it. */
+void tc_result_members(const char *members);
 
 #define TC_VALIDATION "validation_error"
 #define TC_PERMISSION "permission_denied"
