@@ -14,6 +14,7 @@ from ._http_client import EgressClient, HttpFailure, HttpResponse
 from ._media import MediaBinding, media_message
 from ._notes import MemoryBinding
 from ._progress import LogBinding, ProgressBinding
+from ._rate_limits import ByteMeter, RateLimited, RateLimiter
 from ._scheduler import (
     ManualClock,
     Scheduler,
@@ -31,6 +32,7 @@ from ._vault import VaultBinding
 __all__ = [
     "ABI_VERSION",
     "AbiError",
+    "ByteMeter",
     "CallResources",
     "CallState",
     "Channel",
@@ -49,6 +51,8 @@ __all__ = [
     "MemoryBinding",
     "MessageKind",
     "ProgressBinding",
+    "RateLimited",
+    "RateLimiter",
     "ScheduleStore",
     "Scheduler",
     "SchedulerBinding",

@@ -100,7 +100,11 @@ def guarded(func: Callable[..., int]) -> Callable[..., int]:
         except GuestError as exc:
             return int(exc.code)
         except Exception:
-            _log.exception("host function %s failed", func.__name__)
+            _log.exception(
+                "host function %s failed",
+                func.__name__,
+                extra={"event": "binding.crash", "function": func.__name__},
+            )
             return int(AbiError.INTERNAL)
 
     run.__name__ = func.__name__

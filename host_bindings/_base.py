@@ -79,6 +79,9 @@ class CallState:
     channel_id: str | None = None
     """The channel the turn came from: where the ``channel`` binding's media go, and the
     channel a schedule created in the call notifies."""
+    decide: Callable[[str, bool, str], None] | None = None
+    """Report a policy's verdict (policy, allowed, reason) to whatever observes the call
+    (the audit log, telemetry); ``None`` when nothing does."""
 
     def release(self) -> None:
         """Close what host functions opened for the call; only once its guest has ended."""

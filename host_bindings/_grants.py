@@ -20,6 +20,7 @@ from ._http import HttpBinding
 from ._media import MediaBinding
 from ._notes import MemoryBinding
 from ._progress import LogBinding, ProgressBinding
+from ._rate_limits import RateLimiter
 from ._schedules import BookOpener, SchedulerBinding
 from ._scratchpad import ScratchpadBinding
 from ._search import SearchBinding
@@ -51,16 +52,18 @@ class HostBindings:
         define_raw: RawDefiner = define_with_caller,
         state: StateServices | None = None,
         schedules: BookOpener | None = None,
+        rate_limits: RateLimiter | None = None,
     ) -> HostBindings:
         """The standard bindings under ``config``; ``define_raw`` defines the ``fs`` imports
         (see :class:`FsBinding`). With ``state`` (the runtime's one store), the ``memory``,
         ``scratchpad`` and ``vault`` bindings share it; with ``schedules`` (the runtime's
-        schedule book), so does the ``scheduler`` binding."""
+        schedule book), so does the ``scheduler`` binding; with ``rate_limits``, ``http``
+        and ``search`` count response bytes against its byte quotas."""
         policy = EgressPolicy(config.egress)
         secrets = SecretPolicy.load(config.secrets, config.base_dir)
         standard: list[HostBinding] = [
-            HttpBinding.from_policy(policy, secrets),
-            SearchBinding.from_policy(policy),
+            HttpBinding.from_policy(policy, secrets, rate_limits),
+            SearchBinding.from_policy(policy, rate_limits),
             ClockBinding(),
             FsBinding(define_raw),
             ProgressBinding(),

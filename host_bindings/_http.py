@@ -39,7 +39,9 @@ from ._abi import (
     module_name,
     ok,
 )
+from ._base import CallState
 from ._http_client import EgressClient, HttpFailure, HttpResponse
+from ._rate_limits import ByteMeter, RateLimiter
 from ._results import define_json_call
 
 # Framing and routing headers are the client's to set: a guest choosing them could
@@ -59,13 +61,24 @@ class HttpBinding:
 
     name = "http"
 
-    def __init__(self, client: EgressClient, secrets: SecretPolicy | None = None) -> None:
+    def __init__(
+        self,
+        client: EgressClient,
+        secrets: SecretPolicy | None = None,
+        rate_limits: RateLimiter | None = None,
+    ) -> None:
         self._client = client
         self._secrets = secrets or SecretPolicy()
+        self._rate_limits = rate_limits
 
     @classmethod
-    def from_policy(cls, policy: EgressPolicy, secrets: SecretPolicy | None = None) -> HttpBinding:
-        return cls(EgressClient(policy, secrets=secrets), secrets)
+    def from_policy(
+        cls,
+        policy: EgressPolicy,
+        secrets: SecretPolicy | None = None,
+        rate_limits: RateLimiter | None = None,
+    ) -> HttpBinding:
+        return cls(EgressClient(policy, secrets=secrets), secrets, rate_limits)
 
     def describe_secrets(self, *, takes_headers: bool) -> str:
         """What a tool's description should add about the secrets (names, never values);
@@ -77,11 +90,16 @@ class HttpBinding:
             linker,
             module_name(self.name),
             "request",
-            lambda state, req: self.perform(state.tool_name, req, state.deadline),
+            lambda state, req: self.perform(
+                state.tool_name, req, state.deadline, meter_for(self._rate_limits, state)
+            ),
         )
 
-    def perform(self, tool: str, req: dict[str, Any], deadline: float) -> dict[str, Any]:
-        """Run one decoded request; every outcome is a result object."""
+    def perform(
+        self, tool: str, req: dict[str, Any], deadline: float, meter: ByteMeter | None = None
+    ) -> dict[str, Any]:
+        """Run one decoded request (its response bytes counted by ``meter``); every outcome
+        is a result object."""
         method = str(req.get("method", "GET")).upper()
         url, headers, body = req.get("url"), req.get("headers") or {}, req.get("body") or ""
         if not isinstance(url, str) or not isinstance(body, str) or not isinstance(headers, dict):
@@ -101,10 +119,17 @@ class HttpBinding:
         except UnicodeEncodeError:
             return failed("validation_error", "the body is not valid Unicode text")
         try:
-            response = self._client.request(tool, method, url, headers, data, deadline)
+            response = self._client.request(tool, method, url, headers, data, deadline, meter)
         except HttpFailure as exc:
             return failed(exc.kind, exc.message)
         return _encode(response, raw=req.get("raw") is True)
+
+
+def meter_for(rate_limits: RateLimiter | None, state: CallState) -> ByteMeter | None:
+    """The byte meter of a request of the running call, when a byte quota applies."""
+    if rate_limits is None:
+        return None
+    return rate_limits.meter(state.tool_name, state.user_id, state.agent_id)
 
 
 def _header_problem(name: str, value: str) -> str | None:

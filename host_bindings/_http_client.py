@@ -48,7 +48,10 @@ from toolcage.policies import (
 )
 from toolcage.policies._secret_policy import origin
 
+from ._base import current_call
 from ._http_redact import Redactor, redact_http_logs
+from ._rate_limits import ByteMeter, RateLimited
+from ._store import StoreError
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -219,16 +222,28 @@ class EgressClient:
         headers: Mapping[str, str],
         body: bytes,
         deadline: float,
+        meter: ByteMeter | None = None,
     ) -> HttpResponse:
-        """Send one request, following redirects; raise :class:`HttpFailure` on failure."""
+        """Send one request, following redirects; raise :class:`HttpFailure` on failure.
+
+        ``meter`` counts the response's bytes against byte quotas: a spent quota refuses
+        the request, and a response that would overspend one is cut (``permission_denied``
+        both)."""
         try:
-            response = self._request(tool, method, url, headers, body, deadline)
+            if meter is not None:
+                meter.start()
+            response = self._request(tool, method, url, headers, body, deadline, meter)
         except EgressViolation as exc:
+            _report_egress(False, str(exc))
             raise self._failure("permission_denied", f"egress policy: {exc}") from None
         except SecretViolation as exc:
             raise self._failure("permission_denied", f"secrets: {exc}") from None
         except SecretMisuse as exc:
             raise self._failure("validation_error", f"secrets: {exc}") from None
+        except RateLimited as exc:
+            raise HttpFailure("permission_denied", exc.message) from None
+        except StoreError as exc:
+            raise HttpFailure("execution_error", f"byte quotas cannot be counted: {exc}") from None
         except HttpFailure as exc:
             if not self._redactor:
                 raise
@@ -240,6 +255,9 @@ class EgressClient:
             # it whole. With secrets configured it becomes a redacted failure instead.
             message = f"{url}: {type(exc).__name__}: {exc}"
             raise self._failure("execution_error", message) from None
+        finally:
+            if meter is not None:
+                meter.close()
         if not self._redactor:
             return response
         return HttpResponse(
@@ -265,6 +283,7 @@ class EgressClient:
         headers: Mapping[str, str],
         body: bytes,
         deadline: float,
+        meter: ByteMeter | None,
     ) -> HttpResponse:
         rules = self._policy.rules_for(tool)
         if len(body) > rules.max_request_bytes:
@@ -292,6 +311,7 @@ class EgressClient:
                 host = target.raw_host.decode("ascii", "replace")
                 port = _DEFAULT_PORTS.get(target.scheme) if target.port is None else target.port
                 self._policy.check_target(tool, target.scheme, host, port)
+                _report_egress(True, f"{method} {target.scheme}://{host}:{port}")
                 url = str(target)
                 hop_target, hop_headers = target, send_headers
                 if self._secrets is not None and port is not None:
@@ -336,7 +356,7 @@ class EgressClient:
                         target = next_target
                         continue
                     data, truncated, size = _read_capped(
-                        response, rules.max_response_bytes, deadline, self._redactor
+                        response, rules.max_response_bytes, deadline, self._redactor, meter
                     )
                     return HttpResponse(
                         status=response.status_code,
@@ -419,6 +439,13 @@ def _with_secrets(
     return sent, hop.headers
 
 
+def _report_egress(allowed: bool, reason: str) -> None:
+    """Tell whatever observes the running call what the egress policy decided."""
+    state = current_call.get(None)
+    if state is not None and state.decide is not None:
+        state.decide("egress", allowed, reason)
+
+
 def _timeout(connect: float, read: float, deadline: float) -> httpx.Timeout:
     left = deadline - time.monotonic()
     if left <= 0:
@@ -429,7 +456,11 @@ def _timeout(connect: float, read: float, deadline: float) -> httpx.Timeout:
 
 
 def _read_capped(
-    response: httpx.Response, cap: int, deadline: float, redactor: Redactor
+    response: httpx.Response,
+    cap: int,
+    deadline: float,
+    redactor: Redactor,
+    meter: ByteMeter | None,
 ) -> tuple[bytes, bool, int | None]:
     """The body, at most ``cap`` bytes, redacted. A value that starts before the cut is
     redacted whole: the read goes ``redactor.overlap`` bytes past the cap for it."""
@@ -439,6 +470,8 @@ def _read_capped(
     for chunk in response.iter_bytes():
         if time.monotonic() > deadline:
             raise HttpFailure("timeout", "the call's deadline passed while reading the body")
+        if meter is not None:
+            meter.count(len(chunk))
         chunks.append(chunk)
         got += len(chunk)
         if got > reach:

@@ -27,7 +27,9 @@ from ._abi import (
     module_name,
     ok,
 )
+from ._http import meter_for
 from ._http_client import EgressClient, HttpFailure
+from ._rate_limits import ByteMeter, RateLimiter
 from ._results import define_json_call
 
 NOT_CONFIGURED = (
@@ -41,24 +43,37 @@ class SearchBinding:
 
     name = "search"
 
-    def __init__(self, client: EgressClient, config: WebSearchConfig) -> None:
+    def __init__(
+        self,
+        client: EgressClient,
+        config: WebSearchConfig,
+        rate_limits: RateLimiter | None = None,
+    ) -> None:
         self._client = client
         self._config = config
+        self._rate_limits = rate_limits
 
     @classmethod
-    def from_policy(cls, policy: EgressPolicy) -> SearchBinding:
-        return cls(EgressClient(policy), policy.web_search)
+    def from_policy(
+        cls, policy: EgressPolicy, rate_limits: RateLimiter | None = None
+    ) -> SearchBinding:
+        return cls(EgressClient(policy), policy.web_search, rate_limits)
 
     def define(self, linker: wasmtime.Linker) -> None:
         define_json_call(
             linker,
             module_name(self.name),
             "query",
-            lambda state, req: self.search(state.tool_name, req, state.deadline),
+            lambda state, req: self.search(
+                state.tool_name, req, state.deadline, meter_for(self._rate_limits, state)
+            ),
         )
 
-    def search(self, tool: str, req: dict[str, Any], deadline: float) -> dict[str, Any]:
-        """Run one query against the configured provider."""
+    def search(
+        self, tool: str, req: dict[str, Any], deadline: float, meter: ByteMeter | None = None
+    ) -> dict[str, Any]:
+        """Run one query against the configured provider (its response bytes counted by
+        ``meter``)."""
         text, count = req.get("query"), req.get("count", self._config.max_results)
         if not isinstance(text, str) or not isinstance(count, int) or isinstance(count, bool):
             raise GuestError(AbiError.INVALID)
@@ -79,7 +94,7 @@ class SearchBinding:
         else:
             url = f"{endpoint}?{urlencode({'q': text, 'format': 'json'})}"
         try:
-            response = self._client.request(tool, "GET", url, headers, b"", deadline)
+            response = self._client.request(tool, "GET", url, headers, b"", deadline, meter)
         except HttpFailure as exc:
             return failed(exc.kind, f"search provider: {exc.message}")
         if response.status != 200:

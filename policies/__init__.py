@@ -4,6 +4,7 @@ Policies decide -- data in, verdict out -- and import nothing of the rest of too
 """
 
 from ._addresses import blocked_reason
+from ._audit import AuditConfig, TelemetryConfig
 from ._channel import ChannelConfig
 from ._config import (
     AgentConfig,
@@ -29,6 +30,7 @@ from ._mcp import McpConfig, McpServerConfig
 from ._mounts import GrantedMount, MountArea, MountError, MountPolicy, MountsConfig
 from ._paths import PathPolicyViolation, canonical_guest_path
 from ._public import publish
+from ._rate_limits import RateLimitConfig, RateRule
 from ._scheduler import SchedulerConfig
 from ._secret_policy import HopCredentials, Secret, SecretMisuse, SecretPolicy, SecretViolation
 from ._secrets import SecretConfig
@@ -48,6 +50,7 @@ from .shell import (
 __all__ = [
     "AgentConfig",
     "ApprovalConfig",
+    "AuditConfig",
     "ChannelConfig",
     "ConfigError",
     "DelegationConfig",
@@ -68,6 +71,8 @@ __all__ = [
     "MountsConfig",
     "OutputStoreConfig",
     "PathPolicyViolation",
+    "RateLimitConfig",
+    "RateRule",
     "SchedulerConfig",
     "Secret",
     "SecretConfig",
@@ -82,6 +87,7 @@ __all__ = [
     "ShellSyntax",
     "ShellVerdict",
     "StateConfig",
+    "TelemetryConfig",
     "ToolLimits",
     "ToolLimitsTable",
     "ToolOverride",

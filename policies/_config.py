@@ -18,12 +18,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ._audit import AuditConfig, TelemetryConfig
 from ._channel import ChannelConfig
 from ._delegation import DelegationConfig
 from ._egress import EgressConfig
 from ._guest_tools import GuestToolsConfig
 from ._mcp import McpConfig
 from ._mounts import MountsConfig
+from ._rate_limits import RateLimits
 from ._scheduler import SchedulerConfig
 from ._secrets import SecretsSection
 from ._state import StateConfig
@@ -136,6 +138,9 @@ class ToolcageConfig(_Section):
     guest_tools: GuestToolsConfig = GuestToolsConfig()
     secrets: SecretsSection = {}
     """``[secrets.NAME]``: credentials the host adds to HTTP requests (:mod:`._secrets`)."""
+    audit: AuditConfig = AuditConfig()
+    telemetry: TelemetryConfig = TelemetryConfig()
+    rate_limits: RateLimits = {}
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Directory that relative paths resolve against (the config file's own directory)."""
 

@@ -10,7 +10,7 @@ policies, model clients, ...) are in :mod:`toolcage.runtime.abc`; provider wire 
 
 The agent loop, the model client, the provider formats and ``@tool`` are imported on first
 use of their names (:pep:`562`), so a host that only runs tools does not load what they
-need (an HTTP client, pydantic's model builder for functions, ...).
+need (an HTTP client, pydantic's model builder for functions, OpenTelemetry, ...).
 """
 
 import typing as _typing
@@ -19,6 +19,7 @@ from toolcage.policies import LoopLimits, ToolcageConfig, load_config
 from toolcage.policies._public import publish as _publish
 
 from ._approval import Approval, ApprovalRequest, CallbackApproval
+from ._audit import AuditHandler
 from ._errors import (
     ErrorKind,
     PermissionDeniedError,
@@ -57,6 +58,7 @@ if _typing.TYPE_CHECKING:
     from ._loop import StopReason, TurnResult, run_turn
     from ._model_client import HttpModelClient, ModelAPIError
     from ._scheduled_turns import ScheduledTurns
+    from ._telemetry import ToolTelemetry
     from .providers.base import UserMessage
 
 _LAZY = {
@@ -65,6 +67,7 @@ _LAZY = {
     "ModelAPIError": "._model_client",
     "ScheduledTurns": "._scheduled_turns",
     "StopReason": "._loop",
+    "ToolTelemetry": "._telemetry",
     "TurnResult": "._loop",
     "UserMessage": ".providers.base",
     "run_turn": "._loop",
@@ -76,6 +79,7 @@ __all__ = [
     "Approval",
     "ApprovalRequest",
     "Attachment",
+    "AuditHandler",
     "Block",
     "CallbackApproval",
     "ErrorKind",
@@ -106,6 +110,7 @@ __all__ = [
     "ToolExecutionUpdate",
     "ToolNotFoundError",
     "ToolResult",
+    "ToolTelemetry",
     "ToolTimeoutError",
     "ToolValidationError",
     "ToolcageConfig",

@@ -76,13 +76,16 @@ class SafetyGate:
 
     async def admit(
         self, name: str, tool: Tool, arguments: Mapping[str, Any], ctx: ToolExecutionContext
-    ) -> None:
-        """Return if the call may run; raise :class:`PermissionDeniedError` otherwise."""
-        if tool.safety_tier is not SafetyTier.PRIVILEGED or name in self._auto_approve:
-            return
+    ) -> str | None:
+        """Return how the call was let through (``None``: it needs no approval); raise
+        :class:`PermissionDeniedError` otherwise."""
+        if tool.safety_tier is not SafetyTier.PRIVILEGED:
+            return None
+        if name in self._auto_approve:
+            return "approval.auto_approve names the tool"
         key = (name, canonical_hash(arguments))
         if key in self._always:
-            return
+            return "a standing allowance for these arguments"
         if self.policy is None:
             raise PermissionDeniedError(
                 f"Tool {name} is privileged and needs approval, but no approver is configured"
@@ -92,3 +95,5 @@ class SafetyGate:
             raise PermissionDeniedError(f"The user did not approve this call of {name}")
         if answer is Approval.ALLOW_ALWAYS:
             self._always.add(key)
+            return "approved, and remembered for these arguments"
+        return "approved once"

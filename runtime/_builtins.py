@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from contextlib import AsyncExitStack
 
-from toolcage.host_bindings import Channel, StateServices
+from toolcage.host_bindings import Channel, RateLimiter, StateServices
 from toolcage.policies import MountPolicy, ToolcageConfig, ToolLimitsTable
 
 from ._output_store import OutputStore, ToolOutputRead
@@ -30,10 +30,12 @@ def load_builtins(
     tool_limits: ToolLimitsTable,
     *,
     channel: Channel | None = None,
+    rate_limits: RateLimiter | None = None,
 ) -> tuple[list[Tool], list[SecurityCheck], StateServices | None]:
     """Build the built-in tools, the security checks and the state services (``None``
     when ``[state]`` is disabled) for ``config``; the tools take their limits from
-    ``tool_limits``, and ``send_media`` sends through ``channel``."""
+    ``tool_limits``, ``send_media`` sends through ``channel``, and the network tools count
+    response bytes against ``rate_limits``."""
     mounts = MountPolicy.from_config(config)
     tools: list[Tool] = [ToolOutputRead(output_store, page_limit=config.limits.truncate_bytes)]
     checks: list[SecurityCheck] = []
@@ -49,6 +51,7 @@ def load_builtins(
         tool_limits=tool_limits,
         state=state,
         channel=channel,
+        rate_limits=rate_limits,
         taken=[tool.schema().name for tool in tools],
     )
     if config.mcp.servers:

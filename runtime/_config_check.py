@@ -6,14 +6,16 @@ refuses it with a :class:`~toolcage.policies.ConfigError` naming each problem's 
 
 - every tool the config names is a tool of the runtime (the built-in tools and the host
   tools given to ``from_config``): ``[tools.NAME]``, ``approval.auto_approve``,
-  ``[agents.*].tools``, a mount area's ``tools``, ``[egress.tools.NAME]`` and
-  ``[egress.grants]``;
+  ``[agents.*].tools``, a mount area's ``tools``, ``[egress.tools.NAME]``,
+  ``[egress.grants]`` and a rate limit's ``tools``;
 - every mount's host directory exists and is a directory, unless its area says
   ``create = true``; no two mounts share a host directory or nest one in the other;
 - the shell's workspace, when it exists, is a directory;
 - with ``[state]`` enabled: the vault directory exists and no mount reaches it or the
   embedded store's file (a guest must never read the vault or other users' notes), and
-  the environment variables the section names for secrets are set.
+  the environment variables the section names for secrets are set; with ``[state]``
+  disabled and ``[rate_limits]`` configured, no mount reaches the store's file (which
+  holds the counters).
 
 Nothing is created here: directories an area may create are made on first use.
 """
@@ -25,6 +27,7 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from toolcage.policies import ConfigError, ShellMode, ToolcageConfig
+from toolcage.policies._rate_limits import CLASSES as RATE_LIMIT_CLASSES
 
 
 def check_config(config: ToolcageConfig, tools: Collection[str]) -> None:
@@ -48,6 +51,9 @@ def _unknown_tools(config: ToolcageConfig, tools: Collection[str]) -> Iterator[s
         named += [(f"mounts.areas.{index}.tools.{name}", name) for name in area.tools]
     named += [(f"egress.tools.{name}", name) for name in config.egress.tools]
     named += [(f"egress.grants.{name}", name) for name in config.egress.grants]
+    for limit, settings in config.rate_limits.items():
+        where = f"rate_limits.{limit}.tools"
+        named += [(where, name) for name in settings.tools if name not in RATE_LIMIT_CLASSES]
     for where, name in named:
         if name not in tools:
             yield f"{where}: unknown tool {name!r}{_suggestion(name, tools)}"
@@ -90,9 +96,11 @@ def _shell_problems(config: ToolcageConfig) -> Iterator[str]:
 
 def _state_problems(config: ToolcageConfig) -> Iterator[str]:
     state = config.state
-    if not state.enabled:
-        return
     mounts = [(config.base_dir / area.host).resolve() for area in config.mounts.effective_areas]
+    if not state.enabled:  # rate limits keep their counters in the store all the same
+        if config.rate_limits:
+            yield from _store_in_mounts(config, mounts)
+        return
     vault = state.vault.resolved_dir(config.base_dir)
     if vault is not None:
         if not vault.is_dir():
@@ -100,14 +108,18 @@ def _state_problems(config: ToolcageConfig) -> Iterator[str]:
         for host in mounts:
             if vault == host or vault.is_relative_to(host) or host.is_relative_to(vault):
                 yield f"state.vault.dir: {vault} overlaps the mounted {host}; guests would see it"
-    path = state.embedded_path(config.base_dir)
-    if path is not None:
-        file = path.resolve()
-        for host in mounts:
-            if file.is_relative_to(host):
-                yield f"state.url: {file} is inside the mounted {host}; guests would read it"
+    yield from _store_in_mounts(config, mounts)
     for secret in (state.token, state.embedder.key):
         try:
             secret()
         except ValueError as exc:  # it names the key and the variable
             yield str(exc)
+
+
+def _store_in_mounts(config: ToolcageConfig, mounts: list[Path]) -> Iterator[str]:
+    path = config.state.embedded_path(config.base_dir)
+    if path is not None:
+        file = path.resolve()
+        for host in mounts:
+            if file.is_relative_to(host):
+                yield f"state.url: {file} is inside the mounted {host}; guests would read it"

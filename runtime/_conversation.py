@@ -65,7 +65,15 @@ async def record_turn(
         with anyio.move_on_after(RECORD_SECONDS) as scope:
             await run_in_worker(record)
     except Exception as exc:  # any failure of the store: the turn goes on
-        logger.warning("conversation turn not recorded: %s", exc)
+        logger.warning(
+            "conversation turn not recorded: %s",
+            exc,
+            extra={"event": "turn.not_recorded", "reason": str(exc)},
+        )
         return
     if scope.cancelled_caught:
-        logger.warning("conversation turn not recorded within %s s", RECORD_SECONDS)
+        logger.warning(
+            "conversation turn not recorded within %s s",
+            RECORD_SECONDS,
+            extra={"event": "turn.not_recorded", "reason": "timeout"},
+        )

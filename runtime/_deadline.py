@@ -170,4 +170,8 @@ def _abandon(task: asyncio.Task[Any]) -> None:
 def _forget(task: asyncio.Task[Any]) -> None:
     _abandoned.discard(task)
     if not task.cancelled() and task.exception() is not None:
-        logger.warning("abandoned tool task ended with %r", task.exception())
+        logger.warning(
+            "abandoned tool task ended with %r",
+            task.exception(),
+            extra={"event": "tool.abandoned_failed", "error": repr(task.exception())},
+        )

@@ -150,7 +150,7 @@ class Hooks:
             try:
                 await _resolve(listener(event))
             except Exception:
-                logger.exception("toolcage event listener failed on %s", type(event).__name__)
+                _listener_failed(event)
 
     def emit_sync(self, event: ToolEvent) -> None:
         """Deliver an event from synchronous code on the loop's thread; async listeners are
@@ -160,9 +160,18 @@ class Hooks:
             try:
                 outcome = listener(event)
             except Exception:
-                logger.exception("toolcage event listener failed on %s", type(event).__name__)
+                _listener_failed(event)
                 continue
             if inspect.isawaitable(outcome):
                 task: asyncio.Future[None] = asyncio.ensure_future(outcome)
                 self._pending.add(task)
                 task.add_done_callback(self._pending.discard)
+
+
+def _listener_failed(event: ToolEvent) -> None:
+    kind = type(event).__name__
+    logger.exception(
+        "toolcage event listener failed on %s",
+        kind,
+        extra={"event": "hook.listener_failed", "tool_event": kind},
+    )

@@ -128,7 +128,13 @@ class McpConnection:
         except Exception as exc:
             if not started:
                 raise
-            _logger.info("MCP server %r ended: %s", self.server.name, _describe(exc))
+            reason = _describe(exc)
+            _logger.info(
+                "MCP server %r ended: %s",
+                self.server.name,
+                reason,
+                extra={"event": "mcp.server_ended", "server": self.server.name, "reason": reason},
+            )
         finally:
             if self._session is not None and not stop.is_set():
                 self._session = None

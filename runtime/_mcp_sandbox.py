@@ -48,7 +48,11 @@ def server_argv(server: McpServerConfig, base_dir: Path, bwrap: str | None = Non
         str(server.memory_bytes // 1024), str(server.open_files), *server.command,
     ]  # fmt: skip
     if not server.sandbox:
-        _logger.warning("MCP server %r runs unsandboxed (sandbox = false)", server.name)
+        _logger.warning(
+            "MCP server %r runs unsandboxed (sandbox = false)",
+            server.name,
+            extra={"event": "mcp.unsandboxed", "server": server.name},
+        )
         return limited
     found = bwrap or shutil.which("bwrap")
     if found is None:

@@ -5,7 +5,8 @@ Over HTTP the server binds 127.0.0.1 unless told otherwise; any other address ne
 required on every request whatever the address. Host and Origin headers are checked against
 the bound address (DNS rebinding: a web page must not reach a local server under a name it
 controls). The socket is bound before the server starts, so port 0 works; the URL is printed
-to stderr once it accepts connections.
+to stderr once the socket listens
+(a client that connects before the server starts waits in the backlog).
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ async def serve_http(
     except OSError as exc:
         sock.close()
         raise UsageError(f"--http: cannot bind {host}:{port}: {exc.strerror}") from None
+    sock.listen(128)  # clients that connect before uvicorn starts wait in the backlog
     bound_port = sock.getsockname()[1]
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     security = _header_checks(host, shown, bound_port)

@@ -63,7 +63,9 @@ class McpTool:
 
     @property
     def needs(self) -> tuple[str, ...]:
-        return ("mcp",)
+        server = self._connection.server
+        reaches_network = server.url is not None or server.network
+        return ("mcp", "network") if reaches_network else ("mcp",)
 
     def schema(self) -> FunctionDecl:
         return self._decl
@@ -106,7 +108,11 @@ def mcp_builtins(config: ToolcageConfig, stack: AsyncExitStack) -> list[Tool]:
                 continue
             tool = McpTool(hub, connection, remote)
             if TOOL_NAME.fullmatch(tool.schema().name) is None:
-                _logger.warning("MCP tool %r: no valid tool name; left out", remote.name)
+                _logger.warning(
+                    "MCP tool %r: no valid tool name; left out",
+                    remote.name,
+                    extra={"event": "mcp.tool_left_out", "remote_tool": remote.name},
+                )
                 continue
             tools.append(tool)
     return tools

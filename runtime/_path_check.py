@@ -44,8 +44,15 @@ class PathCheck:
     ``Runtime.from_config`` gives it the :class:`MountPolicy` object its guest tools get.
     """
 
+    policy_name = "path"
+    """How audit records and spans name this check's verdicts."""
+
     def __init__(self, policy: MountPolicy) -> None:
         self.policy = policy
+
+    def applies(self, tool: Tool) -> bool:
+        """Whether the tool takes paths (only then does this check decide anything)."""
+        return bool(getattr(tool, "path_arguments", None))
 
     def check(
         self, tool: Tool, args: Mapping[str, Any], ctx: ToolExecutionContext

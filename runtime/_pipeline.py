@@ -7,7 +7,9 @@ In order, each step able to end the call with its own error envelope:
 2. **decode** -- arguments as an object (JSON text is parsed; input that is too large, too
    deep or not plain JSON is refused, see :mod:`._arguments`);
 3. **before hooks** -- may block (``blocked``) or rewrite the arguments;
-4. **safety gate** -- privileged tools need approval: ``permission_denied``;
+4. **safety gate** -- privileged tools need approval: ``permission_denied``; then the
+   operator's rate limits (see :mod:`._rate_limit_step`): ``permission_denied`` with
+   ``retry_after`` in its details;
 5. **normalise** -- camelCase/snake_case names, JSON-in-a-string values;
 6. **validate** -- JSON Schema: ``validation_error`` naming field, expectation and value;
 7. **security checks** -- paths, shell, egress: ``permission_denied``;
@@ -19,8 +21,11 @@ In order, each step able to end the call with its own error envelope:
 10. **after / persist hooks**, then the ``tool_execution_end`` event.
 
 Every call yields exactly one :class:`ToolResult`, with its duration, and emits one start and
-one end event. Only the caller's own cancellation propagates (after the end event, with a
-``cancelled`` result, is delivered): anyio's rule that cancellation is never swallowed.
+one end event. When the runtime has an audit log or telemetry, each call also gets a
+:class:`~._observe.CallTrace` that records, for them, the steps it entered and what the
+safety gate and the security checks decided; without, nothing is traced. Only the caller's own
+cancellation propagates (after the end event, with a ``cancelled`` result, is delivered):
+anyio's rule that cancellation is never swallowed.
 """
 
 from __future__ import annotations
@@ -54,7 +59,9 @@ from ._errors import (
     ToolTimeoutError,
 )
 from ._hooks import Hooks, ToolExecutionEnd, ToolExecutionStart, ToolExecutionUpdate
+from ._observe import CallTrace, Observation
 from ._output_store import OutputStore
+from ._rate_limit_step import RateLimitStep
 from ._registry import ToolRegistry
 from ._result import ToolResult
 from ._security import SecurityCheck
@@ -89,6 +96,10 @@ class ToolPipeline:
         """Seconds past the deadline a tool that stops its own work has to report."""
         self.closed = False
         """Set when the runtime closes: every later call is refused (``cancelled``)."""
+        self.observation: Observation | None = None
+        """The audit log and telemetry, when configured: each call is then traced."""
+        self.rate_limits: RateLimitStep | None = None
+        """The operator's rate limits, when configured: each call spends from them."""
         self._specs: dict[str, ArgumentSpec] = {}
 
     async def execute(self, call: ToolCall, ctx: ToolExecutionContext) -> ToolResult:
@@ -108,43 +119,61 @@ class ToolPipeline:
         ctx = ctx.for_call(call.id, ctx.progress)
         if self.hooks.listeners:
             ctx = ctx.for_call(call.id, self._progress_sink(call, ctx))
+        trace = None if self.observation is None else self.observation.begin(call, ctx)
         if self.hooks.listeners:
             await self.hooks.emit(ToolExecutionStart(call, ctx))
         try:
             if refusal is not None:
                 raise refusal
-            result = await self._run(call, ctx)
+            result = await self._run(call, ctx, trace)
         except ToolError as exc:
             result = self._failure(call, exc, ctx)
         except Exception as exc:
-            logger.exception("tool %s failed", call.name)
+            logger.exception(
+                "tool %s crashed",
+                call.name,
+                extra={"event": "tool.crash", "tool": call.name, "call_id": call.id},
+            )
             result = self._failure(call, ToolExecutionError(_describe_crash(exc)), ctx)
         except BaseException as exc:
             if not isinstance(exc, anyio.get_cancelled_exc_class()):
                 raise
             cancelled = ToolCancelledError(f"Tool {call.name} was cancelled")
             with anyio.CancelScope(shield=True):
-                await self._finish(call, ctx, ToolResult.failure(call.name, cancelled), started)
+                cancelled_result = ToolResult.failure(call.name, cancelled)
+                await self._finish(call, ctx, cancelled_result, started, trace)
             raise
-        return await self._finish(call, ctx, result, started)
+        return await self._finish(call, ctx, result, started, trace)
 
-    async def _run(self, call: ToolCall, ctx: ToolExecutionContext) -> ToolResult:
+    async def _run(
+        self, call: ToolCall, ctx: ToolExecutionContext, trace: CallTrace | None
+    ) -> ToolResult:
         if self.closed:
             raise ToolCancelledError(f"Tool {call.name} was cancelled: the runtime is closed")
         tool = self.registry.get(call.name, ctx.agent_id)
         args = decode_arguments(call.arguments, self.limits.max_argument_bytes)
+        if trace is not None:
+            trace.found(tool, args)
         if self.hooks.before:
             block, call = await self.hooks.run_before(ToolCall(call.name, args, call.id), ctx)
             if block is not None:
                 raise ToolBlockedError(block.reason)
             args = dict(call.arguments) if isinstance(call.arguments, Mapping) else args
-        await self.gate.admit(call.name, tool, args, ctx)
+        if trace is None:
+            await self.gate.admit(call.name, tool, args, ctx)
+        else:
+            await trace.admit(self.gate, tool, args, ctx)
+        if self.rate_limits is not None:
+            await self.rate_limits.admit(call.name, tool, ctx)
         spec = self._spec(call.name)
         args = normalise_arguments(args, spec)
         validate_arguments(args, spec)
         checked: Mapping[str, Any] = args
-        for check in self.checks:
-            checked = check.check(tool, checked, ctx)
+        if trace is None:
+            for check in self.checks:
+                checked = check.check(tool, checked, ctx)
+        else:
+            checked = trace.check(self.checks, tool, checked, ctx)
         limits = self.tool_limits.of(call.name, tool.timeout)
         timeout = limits.timeout
         try:
@@ -172,11 +201,18 @@ class ToolPipeline:
         return ToolResult.failure(call.name, bounded)
 
     async def _finish(
-        self, call: ToolCall, ctx: ToolExecutionContext, result: ToolResult, started: float
+        self,
+        call: ToolCall,
+        ctx: ToolExecutionContext,
+        result: ToolResult,
+        started: float,
+        trace: CallTrace | None,
     ) -> ToolResult:
         result = result.finished(call.name, time.perf_counter() - started)
         if self.hooks.after or self.hooks.persist:
             result = await self._result_hooks(call, ctx, result)
+        if trace is not None:
+            trace.end(result)
         if self.hooks.listeners:
             await self.hooks.emit(ToolExecutionEnd(call, ctx, result))
         return result
@@ -188,7 +224,11 @@ class ToolPipeline:
             await self.hooks.run_after(call, ctx, result)
             return await self.hooks.run_persist(call, ctx, result)
         except Exception as exc:
-            logger.exception("a result hook failed for %s", call.name)
+            logger.exception(
+                "a result hook failed for %s",
+                call.name,
+                extra={"event": "tool.hook_failed", "tool": call.name, "call_id": call.id},
+            )
             failure = ToolExecutionError(f"a result hook failed: {_describe_crash(exc)}")
             return ToolResult.failure(call.name, failure, result.duration)
 

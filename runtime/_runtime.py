@@ -14,15 +14,18 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from toolcage.host_bindings import Channel, StateServices
+from toolcage.host_bindings import Channel, RateLimiter, StateServices
 from toolcage.policies import ConfigError, ToolcageConfig, ToolLimitsTable, load_config
 
 from ._approval import ApprovalPolicy, SafetyGate
+from ._audit import AuditHandler
 from ._builtins import load_builtins
 from ._config_check import check_config
 from ._hooks import Hooks
+from ._observers import observation_for
 from ._output_store import OutputStore
 from ._pipeline import ToolPipeline
+from ._rate_limit_step import RateLimitStep, check_byte_quotas, rate_limiter
 from ._registry import ToolRegistry
 from ._result import ToolResult
 from ._security import SecurityCheck
@@ -30,6 +33,7 @@ from ._tool import Tool, ToolCall, ToolExecutionContext
 
 if TYPE_CHECKING:
     from ._model_client import ModelClient
+    from ._telemetry import ToolTelemetry
 
 DEFAULT_CONTEXT = ToolExecutionContext()
 
@@ -55,6 +59,9 @@ class Runtime:
         output_store: OutputStore | None = None,
         tool_limits: ToolLimitsTable | None = None,
         state: StateServices | None = None,
+        audit: AuditHandler | None = None,
+        telemetry: ToolTelemetry | None = None,
+        rate_limits: RateLimiter | None = None,
     ) -> None:
         self.config = ToolcageConfig() if config is None else config
         self.state = state
@@ -83,6 +90,12 @@ class Runtime:
                 ToolLimitsTable.from_config(self.config) if tool_limits is None else tool_limits
             ),
         )
+        self.pipeline.observation, self._audit = observation_for(self.config, audit, telemetry)
+        self.rate_limits = rate_limits or rate_limiter(self.config, self._stack)
+        """The ``[rate_limits]`` and their counters (``None``: no limits); its ``clock``
+        can be replaced."""
+        if self.rate_limits is not None:
+            self.pipeline.rate_limits = RateLimitStep(self.rate_limits)
 
     @classmethod
     def from_config(
@@ -93,6 +106,8 @@ class Runtime:
         tools: Iterable[Tool] = (),
         channel: Channel | None = None,
         models: Mapping[str, ModelClient] | None = None,
+        audit: AuditHandler | None = None,
+        telemetry: ToolTelemetry | None = None,
     ) -> Runtime:
         """A runtime with the built-in tools under the policies of a config file.
 
@@ -101,6 +116,8 @@ class Runtime:
         here any host tool the config names. ``channel`` is where ``send_media`` sends
         files. ``models`` are the model clients ``[agents.*]`` profiles run on (by their
         ``model`` name): with them and at least one agent, ``delegate_to_agent`` exists.
+        ``audit`` receives the audit records instead of the ``[audit] path`` file;
+        ``telemetry`` traces and measures calls with the providers it was given.
         Raises :class:`ConfigError` for a config that cannot be read or that does not fit
         this runtime (see :mod:`._config_check`).
         """
@@ -108,8 +125,9 @@ class Runtime:
         stack = AsyncExitStack()
         store = OutputStore.from_config(config.output_store)
         tool_limits = ToolLimitsTable.from_config(config)
+        limiter = rate_limiter(config, stack)
         builtin_tools, checks, state = load_builtins(
-            config, store, stack, tool_limits, channel=channel
+            config, store, stack, tool_limits, channel=channel, rate_limits=limiter
         )
         delegate = None
         if models is not None and config.agents:
@@ -120,6 +138,7 @@ class Runtime:
         all_tools = [*builtin_tools, *tools]
         try:
             check_config(config, {tool.schema().name for tool in all_tools})
+            check_byte_quotas(config, all_tools)
         except ConfigError as exc:
             source = "config" if path is None or isinstance(path, ToolcageConfig) else path
             raise ConfigError(f"{source}: {exc}") from None
@@ -132,6 +151,9 @@ class Runtime:
             output_store=store,
             tool_limits=tool_limits,
             state=state,
+            audit=audit,
+            telemetry=telemetry,
+            rate_limits=limiter,
         )
         for agent_id, agent in config.agents.items():
             runtime.registry.enable_only(agent_id, agent.tools)
@@ -169,11 +191,15 @@ class Runtime:
     async def aclose(self) -> None:
         """Refuse further calls (``cancelled``), stop running guests and shell commands and
         wait for them (bounded), then release the engine, the sidecar and any other
-        resource the tools hold."""
+        resource the tools hold; last, write what the audit log holds and stop its writer."""
         if not self._closed:
             self._closed = True
             self.pipeline.closed = True
-            await self._stack.aclose()
+            try:
+                await self._stack.aclose()
+            finally:
+                if self._audit is not None:  # last: the records of calls the close stopped
+                    await self._audit.aclose()
 
     async def __aenter__(self) -> Self:
         return self

@@ -53,9 +53,6 @@ def run_scheduler(args: argparse.Namespace) -> int:
     if path is None:
         print("error: schedules are kept only in an embedded [state] store", file=sys.stderr)
         return EXIT_USAGE
-    logging.basicConfig(
-        stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s"
-    )
     try:
         return anyio.run(_serve, args, config, api_key, path)
     except (UsageError, StoreError) as exc:
@@ -74,7 +71,12 @@ async def _serve(args: argparse.Namespace, config: ToolcageConfig, api_key: str,
         scheduler = Scheduler(store, ScheduledTurns(runtime, client), channel=channel)
         async with runtime, anyio.create_task_group() as group:
             group.start_soon(_stop_on_signal, group.cancel_scope)
-            logger.info("scheduler %s started on %s", scheduler.owner, url)
+            logger.info(
+                "scheduler %s started on %s",
+                scheduler.owner,
+                url,
+                extra={"event": "scheduler.started", "owner": scheduler.owner, "store": url},
+            )
             await scheduler.run()
     return EXIT_OK
 
@@ -82,6 +84,9 @@ async def _serve(args: argparse.Namespace, config: ToolcageConfig, api_key: str,
 async def _stop_on_signal(scope: anyio.CancelScope) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for received in signals:
-            logger.info("received %s; stopping", signal.Signals(received).name)
+            name = signal.Signals(received).name
+            logger.info(
+                "received %s; stopping", name, extra={"event": "scheduler.stopping", "signal": name}
+            )
             scope.cancel()
             return

@@ -255,8 +255,15 @@ class ShellJobTool:
 class ShellPolicyCheck:
     """The shell policy as a pipeline :class:`SecurityCheck` (for ``shell_exec`` only)."""
 
+    policy_name = "shell"
+    """How audit records and spans name this check's verdicts."""
+
     def __init__(self, tool: ShellExecTool) -> None:
         self.tool = tool
+
+    def applies(self, tool: Tool) -> bool:
+        """Whether ``tool`` is the shell this check governs."""
+        return tool is self.tool
 
     def check(
         self, tool: Tool, args: Mapping[str, Any], ctx: ToolExecutionContext

@@ -9,6 +9,8 @@
     toolcage mcp [--config FILE] [--agent A] [--http HOST:PORT]
                                                           serve the tools over MCP (stdio)
     toolcage new-tool NAME [--dir D]                      scaffold an operator guest tool
+    toolcage audit tail [-n N] [--follow] [--config FILE] the last records of the audit log
+    toolcage audit grep PATTERN [--tool T] [--user U] [--status S] [--config FILE]
     toolcage sidecar ...                                  the shell daemon
 
 ``call`` prints the result envelope as JSON and exits 0 on success, 1 on a tool error (with
@@ -16,6 +18,10 @@
 prints one line per check and exits 0 only when all of them hold. Every command exits 2 on
 bad usage (a broken config is named by its key), 130 on Ctrl-C, and 141 when the reader of
 its output goes away (``toolcage tools | head -1``), without a traceback.
+
+Every command takes ``--log-format json|text`` and ``-v`` (repeatable): log records go to
+stderr, one line each, warnings and worse (``scheduler``: and its info), with tracebacks
+only from ``-v`` on (see :mod:`toolcage.policies._log_format`).
 """
 
 from __future__ import annotations
@@ -28,8 +34,11 @@ from collections.abc import Sequence
 
 import anyio
 from toolcage.policies import ConfigError
+from toolcage.policies._log_format import add_logging_arguments, configure_logging
 
 from ._approval import Approval, ApprovalRequest, CallbackApproval
+from ._audit._cli import add_parser as add_audit_parser
+from ._audit._cli import run_audit
 from ._channel import JsonLinesChannel
 from ._errors import ToolValidationError, UsageError
 from ._jsonl import (
@@ -76,10 +85,13 @@ def _main(argv: list[str]) -> int:
         status: int = sidecar_main(argv[1:])
         return status
     args = _parser().parse_args(argv)
+    configure_logging(args.log_format, args.verbose, daemon=args.command == "scheduler")
     if args.command == "check":
         return anyio.run(run_checks, args.config, sys.stdout)
     if args.command == "new-tool":
         return run_new_tool(args)
+    if args.command == "audit":
+        return run_audit(args)
     if args.command == "scheduler":
         from ._scheduler_cli import run_scheduler  # the agent loop, only for this command
 
@@ -132,6 +144,9 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--config", metavar="FILE", help="operator config (TOML)")
     add_scheduler_parser(commands)
     add_new_tool_parser(commands)
+    add_audit_parser(commands)
+    for sub in commands.choices.values():
+        add_logging_arguments(sub)
     # Handed to the sidecar's own parser before this one runs; listed here for --help.
     commands.add_parser("sidecar", help="run the shell daemon (toolcage sidecar --help)")
     return parser

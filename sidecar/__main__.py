@@ -28,6 +28,7 @@ from pathlib import Path
 import anyio
 from anyio.abc import TaskStatus
 from toolcage.policies import ConfigError, ShellConfig, ShellMode, ShellPolicy, load_config
+from toolcage.policies._log_format import add_logging_arguments, configure_logging
 
 from ._sandbox import BubblewrapSandbox, Sandbox, UnsafeHostShell
 from ._server import (
@@ -50,9 +51,7 @@ class StartupError(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        stream=sys.stderr, level=logging.INFO, format="toolcage-sidecar: %(levelname)s: %(message)s"
-    )
+    configure_logging(args.log_format, args.verbose, daemon=True)
     try:
         config, base_dir = _config(args)
         server = _server(
@@ -90,6 +89,7 @@ def _parser() -> argparse.ArgumentParser:
         help="UNSAFE: run commands without checking them against the shell policy "
         "(for testing the sandbox on its own)",
     )
+    add_logging_arguments(parser)
     return parser
 
 
@@ -122,6 +122,7 @@ def _server(
             "UNSAFE: shell mode 'host' runs commands directly on this machine as uid %d, "
             "with no sandbox; use it for development only",
             os.getuid(),
+            extra={"event": "sidecar.unsafe_host_mode", "uid": os.getuid()},
         )
         sandbox = UnsafeHostShell(workspace, config.limits)
     else:
@@ -148,7 +149,8 @@ def _server(
     if skip_policy:
         logger.warning(
             "UNSAFE: --unsafe-skip-policy: commands from the socket run without the shell "
-            "policy; use it only to test the sandbox itself"
+            "policy; use it only to test the sandbox itself",
+            extra={"event": "sidecar.unsafe_skip_policy"},
         )
         policy = UnsafeUncheckedCommands()
     prepare_socket_path(socket_path)
@@ -179,6 +181,7 @@ def _check_writable(workspace: Path, uid: int) -> None:
             "cannot write to %s; chown the workspace to that uid to let commands write",
             uid,
             workspace,
+            extra={"event": "sidecar.workspace_not_writable", "uid": uid, "path": str(workspace)},
         )
 
 
@@ -212,7 +215,8 @@ async def _signals(
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
         task_status.started()
         async for signum in received:
-            logger.info("stopping on %s", signal.Signals(signum).name)
+            name = signal.Signals(signum).name
+            logger.info("stopping on %s", name, extra={"event": "sidecar.stopping", "signal": name})
             scope.cancel()
             return
 
@@ -227,7 +231,10 @@ async def _lifeline(scope: anyio.CancelScope) -> None:
                 break
         except BlockingIOError:
             continue
-    logger.info("stdin closed: the runtime is gone, stopping")
+    logger.info(
+        "stdin closed: the runtime is gone, stopping",
+        extra={"event": "sidecar.stopping", "signal": "stdin closed"},
+    )
     scope.cancel()
 
 

@@ -174,14 +174,18 @@ class SidecarServer:
         try:
             await self._converse(stream)
         except Exception:  # a connection's failure never ends the daemon
-            logger.exception("connection failed")
+            logger.exception("connection failed", extra={"event": "sidecar.connection_failed"})
 
     async def _converse(self, stream: SocketStream) -> None:
         async with stream:
             frames = FrameStream(stream)
             uid = peer_uid(stream)
             if uid not in self.allowed_uids:
-                logger.warning("refused a connection from uid %d", uid)
+                logger.warning(
+                    "refused a connection from uid %d",
+                    uid,
+                    extra={"event": "sidecar.connection_refused", "uid": uid},
+                )
                 await _send(frames, error("forbidden", f"peer uid {uid} is not allowed"))
                 return
             if not await self._handshake(frames):
@@ -252,7 +256,10 @@ class SidecarServer:
         except ServiceError as exc:
             response = error(exc.code, exc.message, request_id)
         except Exception as exc:
-            logger.exception("request %r failed", message.get("op"))
+            op = str(message.get("op"))
+            logger.exception(
+                "request %r failed", op, extra={"event": "sidecar.request_failed", "op": op}
+            )
             response = error("internal", f"{type(exc).__name__}: {exc}", request_id)
         await _send(frames, response)
 

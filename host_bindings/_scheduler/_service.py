@@ -139,7 +139,11 @@ class Scheduler:
                 try:
                     claimed = await self._claim_due()
                 except StoreError:
-                    logger.exception("the due-scan failed; trying again in %s", self.settings.poll)
+                    logger.exception(
+                        "the due-scan failed; trying again in %s",
+                        self.settings.poll,
+                        extra={"event": "scheduler.scan_failed"},
+                    )
                     claimed = []
                 for claim, schedule in claimed:
                     group.start_soon(self._execute, claim, schedule)
@@ -156,7 +160,11 @@ class Scheduler:
     async def _claim_due(self) -> list[tuple[Claim, Schedule]]:
         now = self.clock.now()
         for run_id in await anyio.to_thread.run_sync(self.store.expire_leases, now):
-            logger.warning("run %s failed: its scheduler's lease expired", run_id)
+            logger.warning(
+                "run %s failed: its scheduler's lease expired",
+                run_id,
+                extra={"event": "scheduler.lease_expired", "run_id": run_id},
+            )
             await self._notify_expired(run_id)
         room = self.settings.max_concurrent_runs - self._in_flight
         if room <= 0:
@@ -206,6 +214,13 @@ class Scheduler:
             claim.run_id,
             iso(claim.occurrence_at),
             f", skipping {claim.skipped} missed" if claim.skipped else "",
+            extra={
+                "event": "scheduler.run_started",
+                "schedule_id": schedule.schedule_id,
+                "user_id": schedule.user_id,
+                "run_id": claim.run_id,
+                "skipped": claim.skipped,
+            },
         )
         request = TurnRequest(
             replace(schedule, status=claim.next_status), claim.run_id, claim.occurrence_at
@@ -235,10 +250,18 @@ class Scheduler:
                     self.store.renew, run_id, self.owner, lease_until
                 )
             except StoreError:  # tried again at the next renewal, while the lease lasts
-                logger.exception("renewing the lease of run %s failed", run_id)
+                logger.exception(
+                    "renewing the lease of run %s failed",
+                    run_id,
+                    extra={"event": "scheduler.lease_renewal_failed", "run_id": run_id},
+                )
                 continue
             if not renewed:
-                logger.warning("run %s lost its lease; stopping it", run_id)
+                logger.warning(
+                    "run %s lost its lease; stopping it",
+                    run_id,
+                    extra={"event": "scheduler.lease_lost", "run_id": run_id},
+                )
                 scope.cancel()
                 return
 
@@ -269,14 +292,30 @@ class Scheduler:
                 )
             )
         except StoreError:  # its lease will run out, and another pass records it failed
-            logger.exception("recording run %s failed", claim.run_id)
+            logger.exception(
+                "recording run %s failed",
+                claim.run_id,
+                extra={"event": "scheduler.record_failed", "run_id": claim.run_id},
+            )
             return
         logger.info(
-            "run %s of schedule %s %s: %s", claim.run_id, schedule.schedule_id, status, summary
+            "run %s of schedule %s %s: %s",
+            claim.run_id,
+            schedule.schedule_id,
+            status,
+            summary,
+            extra={
+                "event": "scheduler.run_ended",
+                "schedule_id": schedule.schedule_id,
+                "run_id": claim.run_id,
+                "status": str(status),
+            },
         )
         if not recorded:
             logger.warning(
-                "run %s was no longer this scheduler's; its end is not recorded", claim.run_id
+                "run %s was no longer this scheduler's; its end is not recorded",
+                claim.run_id,
+                extra={"event": "scheduler.run_lost", "run_id": claim.run_id},
             )
             return
         if _notifies(schedule.notification, status, outcome):
@@ -304,7 +343,11 @@ class Scheduler:
         try:
             await self.channel.send(message)
         except Exception:
-            logger.exception("notifying run %s failed", run.run_id)
+            logger.exception(
+                "notifying run %s failed",
+                run.run_id,
+                extra={"event": "scheduler.notify_failed", "run_id": run.run_id},
+            )
 
 
 def _notifies(policy: Notification, status: RunStatus, outcome: TurnOutcome | None) -> bool:

@@ -36,6 +36,7 @@ from . import _events as events
 from . import _libsql_statements as statements_for
 from . import _rows as rows
 from . import _schema as schema
+from ._counters import RemoteCounters
 from ._fusion import (
     TermFrequencies,
     fts_query,
@@ -99,6 +100,11 @@ class RemoteStore:
     @property
     def url(self) -> str:
         return self._url
+
+    @property
+    def counters(self) -> RemoteCounters:
+        """The rate-limit counters kept on the server."""
+        return RemoteCounters(self._execute, self._batch)
 
     def close(self) -> None:
         with self._lock:

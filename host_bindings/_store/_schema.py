@@ -96,6 +96,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX event_vectors_by_user ON event_vectors (user_id, model)",
     ),
+    # 5: rate-limit counters, shared by every process of the host (see _counters).
+    (
+        """CREATE TABLE rate_counters (
+            key TEXT PRIMARY KEY,
+            level REAL NOT NULL,
+            stamp REAL NOT NULL,
+            granted REAL NOT NULL
+        ) WITHOUT ROWID""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -20,6 +20,7 @@ from . import _events as events
 from . import _rows as rows
 from . import _schema as schema
 from . import _sqlite_vectors as vectors_index
+from ._counters import EmbeddedCounters
 from ._fusion import (
     Fused,
     TermFrequencies,
@@ -56,6 +57,7 @@ class EmbeddedStore:
     def __init__(self, path: Path, *, url: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
         self._url = url
         self._pool = ConnectionPool(path, url=url, busy_timeout_ms=busy_timeout_ms)
+        self._counters = EmbeddedCounters(self._pool, str(path), url)
         self._frequencies = TermFrequencies(self._fetch_frequencies)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -69,8 +71,14 @@ class EmbeddedStore:
     def url(self) -> str:
         return self._url
 
+    @property
+    def counters(self) -> EmbeddedCounters:
+        """The rate-limit counters kept in this file."""
+        return self._counters
+
     def close(self) -> None:
         self._pool.close()
+        self._counters.close()
 
     def __del__(self) -> None:
         pool = getattr(self, "_pool", None)

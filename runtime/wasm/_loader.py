@@ -20,7 +20,14 @@ from collections.abc import Iterable
 from contextlib import AsyncExitStack
 
 import wasmtime
-from toolcage.host_bindings import Channel, HostBinding, HostBindings, HttpBinding, StateServices
+from toolcage.host_bindings import (
+    Channel,
+    HostBinding,
+    HostBindings,
+    HttpBinding,
+    RateLimiter,
+    StateServices,
+)
 from toolcage.host_bindings._schedules import ScheduleBooks
 from toolcage.policies import ConfigError, MountPolicy, ToolcageConfig, ToolLimits, ToolLimitsTable
 
@@ -59,12 +66,14 @@ def wasm_builtins(
     tool_limits: ToolLimitsTable,
     state: StateServices | None = None,
     channel: Channel | None = None,
+    rate_limits: RateLimiter | None = None,
     taken: Iterable[str] = (),
 ) -> list[Tool]:
     """One :class:`WasmTool` per declared guest tool, under ``mounts`` and ``tool_limits``;
     the engine is closed with ``stack`` (its running guests stopped, its reservation
     released). The state tools use ``state`` (made by :func:`state_services` when not
-    given); ``send_media`` sends through ``channel``. The operator's own guests
+    given); ``send_media`` sends through ``channel``; ``http`` and ``search`` count response
+    bytes against ``rate_limits``. The operator's own guests
     (``[guest_tools]``, see :mod:`._operator_tools`) join them, checked now; their names
     may be neither a guest built-in's nor one in ``taken`` (the other built-ins)."""
     specs = discover_specs()
@@ -84,7 +93,11 @@ def wasm_builtins(
 
         schedules = books = ScheduleBooks.from_config(config, on_open=on_books_open)
     bindings = HostBindings.from_config(
-        config, define_raw=define_raw_func, state=state, schedules=schedules
+        config,
+        define_raw=define_raw_func,
+        state=state,
+        schedules=schedules,
+        rate_limits=rate_limits,
     )
     own = operator_tools(config, taken=[*builtin_names, *taken], bindings=bindings.names)
     limits = {

@@ -140,10 +140,12 @@ class WasmToolRunner:
         with self._lock:
             prepared = self._pres.get(key)
             if prepared is None:
+                # The engine first: once it is closed its modules are freed (under this lock).
+                engine = self.engine.engine
                 module = self.modules.get(name) if module is None else module
                 prepared = _Prepared(
                     key,
-                    _link(name, self.engine.engine, module, bindings),
+                    _link(name, engine, module, bindings),
                     streams=not any(e.name == "toolcage_result" for e in module.exports),
                 )
                 self._pres[key] = prepared

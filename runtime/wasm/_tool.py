@@ -43,6 +43,7 @@ from toolcage.policies import MountPolicy
 
 from .._deadline import current_deadline
 from .._errors import PermissionDeniedError, ToolExecutionError, UsageError
+from .._observe import current_trace
 from .._result import ToolResult
 from .._tool import FunctionDecl, ProgressUpdate, SafetyTier, ToolExecutionContext
 from ._commit import ReplaceSpec
@@ -197,6 +198,7 @@ class WasmTool:
                 session_id=ctx.session_id,
                 agent_id=ctx.agent_id,
                 channel_id=ctx.channel_id,
+                decide=None if (trace := current_trace()) is None else trace.decide,
             )
         try:
             result = await self.runner.run(
@@ -239,7 +241,7 @@ async def _send(channel: Channel, message: ChannelMessage) -> None:
 def _log_line(tool: str, level: str, message: str) -> None:
     """A guest's log line on the ``toolcage.wasm`` logger, tagged with the tool's name."""
     number = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
-    _guest_log.log(number, "%s: %s", tool, message)
+    _guest_log.log(number, "%s: %s", tool, message, extra={"event": "guest.log", "tool": tool})
 
 
 def _deadline(timeout: float) -> float:

@@ -1,0 +1,236 @@
+"""Rate-limit counters in the state store, shared by every process that opens it.
+
+A counter is one row of ``rate_counters``, changed by one ``INSERT … ON CONFLICT DO
+UPDATE … RETURNING`` statement: the read, the decision and the write happen inside the
+statement, so two processes (or two hosts on one libSQL server) taking from one counter
+at once never both spend its last unit. The time is the caller's (``now``, in seconds),
+so a test can move it instead of sleeping.
+
+Two kinds of counter share the table:
+
+- a **token bucket** (calls): ``level`` is the tokens left at ``stamp``; a take refills
+  ``(now - stamp) * refill`` up to ``size``, then spends one token if there is one;
+- a **fixed window** (bytes): ``level`` is what was spent since the window began at
+  ``stamp``; a take in a window that has ended starts a new one, then grants as much of
+  ``amount`` as is left (possibly less, possibly nothing).
+
+``granted`` holds what the last take granted, so ``RETURNING`` can say it.
+
+The embedded store answers on the caller's thread when it can do so at once: a connection
+of its own with no busy timeout tries first, and :class:`WouldWait` tells the caller to
+try again where waiting is allowed (a worker thread) when another writer holds the lock.
+That connection never checkpoints the write-ahead log itself (a checkpoint writes back
+up to a thousand pages); when the log has grown, a background thread does, in ``RESTART``
+mode, so that the next write starts the log over (a passive checkpoint would leave it
+growing while writes keep coming); the writes it holds up meanwhile go to a worker.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import apsw
+
+from ._protocol import StoreError
+from ._sqlite_pool import ConnectionPool
+
+Statement = tuple[str, Sequence[Any]]
+
+_AVAILABLE = "min(?3, level + max(0, ?4 - stamp) * ?2)"
+
+TAKE_CALL = f"""
+    INSERT INTO rate_counters (key, level, stamp, granted) VALUES (?1, ?3 - 1, ?4, 1)
+    ON CONFLICT (key) DO UPDATE SET
+        granted = {_AVAILABLE} >= 1,
+        level = {_AVAILABLE} - ({_AVAILABLE} >= 1),
+        stamp = max(stamp, ?4)
+    RETURNING level, stamp, granted"""
+"""Spend one token of a bucket (bound as ``key, refill per second, size, now``)."""
+
+RETURN_CALL = "UPDATE rate_counters SET level = min(?2, level + 1) WHERE key = ?1"
+"""Give a spent token back (bound as ``key, size``)."""
+
+_ENDED = "?5 >= stamp + ?3"
+_LEFT = "max(0, min(?4, ?2 - level))"
+
+TAKE_BYTES = f"""
+    INSERT INTO rate_counters (key, level, stamp, granted)
+    VALUES (?1, min(?4, ?2), ?5, min(?4, ?2))
+    ON CONFLICT (key) DO UPDATE SET
+        granted = CASE WHEN {_ENDED} THEN min(?4, ?2) ELSE {_LEFT} END,
+        level = CASE WHEN {_ENDED} THEN min(?4, ?2) ELSE level + {_LEFT} END,
+        stamp = CASE WHEN {_ENDED} THEN ?5 ELSE stamp END
+    RETURNING level, stamp, granted"""
+"""Take up to ``amount`` of a window's quota (bound as ``key, quota, window, amount,
+now``)."""
+
+RETURN_BYTES = "UPDATE rate_counters SET level = max(0, level - ?3) WHERE key = ?1 AND stamp = ?2"
+"""Give back what a take granted and nobody used (bound as ``key, window start,
+amount``): only while the same window lasts."""
+
+CHECKPOINT_PAGES = 1000
+"""Log pages after which a background thread checkpoints (SQLite's own default)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Take:
+    """A counter after a take."""
+
+    level: float
+    """Tokens left (bucket) or units spent (window)."""
+    stamp: float
+    """When the bucket was last refilled, or when the window began."""
+    granted: float
+    """What the take granted."""
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What :meth:`Counters.apply` did."""
+
+    takes: list[Take | None]
+    """Each statement's returned counter (``None`` for a statement that returns none)."""
+    committed: bool
+    """Whether the changes were kept (``keep`` said no and the store rolled them back)."""
+
+
+Keep = Callable[[Sequence[Take | None]], bool]
+"""Decides, from the takes, whether a transaction of several statements is kept."""
+
+
+class WouldWait(StoreError):
+    """The statements cannot run without waiting for another writer (or a server)."""
+
+
+class Counters(Protocol):
+    """Rate-limit counters of a store. Thread-safe."""
+
+    def apply(
+        self, statements: Sequence[Statement], *, wait: bool = True, keep: Keep | None = None
+    ) -> Applied:
+        """Run ``statements`` in one transaction, kept unless ``keep`` says otherwise (a
+        store that cannot roll back keeps them). ``wait=False``: raise :class:`WouldWait`
+        rather than wait for another writer."""
+        ...
+
+
+def take_of(rows: Sequence[Sequence[Any]]) -> Take | None:
+    """The counter a statement returned (its first row), if it returned one."""
+    return Take(float(rows[0][0]), float(rows[0][1]), float(rows[0][2])) if rows else None
+
+
+def _first(conn: apsw.Connection, statement: Statement) -> Take | None:
+    # Every row is read: a statement left unfinished would hold its transaction open.
+    return take_of(conn.execute(*statement).fetchall())
+
+
+class EmbeddedCounters:
+    """:class:`Counters` in an embedded store's file, through its connection pool."""
+
+    def __init__(self, pool: ConnectionPool, path: str, url: str) -> None:
+        self._pool = pool
+        self._path = path
+        self._url = url
+        self._lock = threading.Lock()
+        self._conn: apsw.Connection | None = None
+        self._checkpointing = threading.Event()
+
+    def apply(
+        self, statements: Sequence[Statement], *, wait: bool = True, keep: Keep | None = None
+    ) -> Applied:
+        if wait:
+            try:
+                with self._pool.connection() as conn:
+                    return _run(conn, statements, keep)
+            except apsw.Error as exc:
+                raise StoreError(f"state store {self._url!r} failed: {exc}") from exc
+        if not self._lock.acquire(blocking=False):
+            raise WouldWait(f"state store {self._url!r} is in use")
+        try:
+            conn = self._conn if self._conn is not None else self._open()
+            return _run(conn, statements, keep)
+        except apsw.BusyError as exc:
+            raise WouldWait(f"state store {self._url!r} is locked") from exc
+        except apsw.Error as exc:
+            raise StoreError(f"state store {self._url!r} failed: {exc}") from exc
+        finally:
+            self._lock.release()
+
+    def _open(self) -> apsw.Connection:
+        if self._pool.closed:
+            raise StoreError(f"state store {self._url!r} is closed")
+        conn = apsw.Connection(self._path, flags=apsw.SQLITE_OPEN_READWRITE)
+        try:
+            conn.set_busy_timeout(0)
+            conn.execute("PRAGMA synchronous = NORMAL")  # as the pool's: see _sqlite_pool
+            conn.set_wal_hook(self._logged)  # replaces its own automatic checkpoints
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        return conn
+
+    def _logged(self, conn: apsw.Connection, name: str, pages: int) -> int:
+        if pages >= CHECKPOINT_PAGES and not self._checkpointing.is_set():
+            self._checkpointing.set()
+            # A daemon: SQLite's log survives a process that exits in the middle of it.
+            threading.Thread(
+                target=self._checkpoint, name="toolcage-checkpoint", daemon=True
+            ).start()
+        return apsw.SQLITE_OK
+
+    def _checkpoint(self) -> None:
+        try:
+            with self._pool.connection() as conn:
+                conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_RESTART)
+        except (apsw.Error, StoreError):
+            pass  # the next commit past the mark tries again
+        finally:
+            self._checkpointing.clear()
+
+    def close(self) -> None:
+        with self._lock:
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+
+def _run(conn: apsw.Connection, statements: Sequence[Statement], keep: Keep | None) -> Applied:
+    if len(statements) == 1:  # one statement is its own transaction
+        return Applied([_first(conn, statements[0])], committed=True)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        found = [_first(conn, statement) for statement in statements]
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    committed = keep is None or keep(found)
+    conn.execute("COMMIT" if committed else "ROLLBACK")
+    return Applied(found, committed)
+
+
+class RemoteCounters:
+    """:class:`Counters` on a libSQL server: one request per :meth:`apply` (a batch is one
+    transaction). It always waits for the server, so ``wait=False`` raises
+    :class:`WouldWait`."""
+
+    def __init__(
+        self,
+        execute: Callable[[str, Sequence[Any]], list[tuple[Any, ...]]],
+        batch: Callable[[Sequence[Statement]], list[list[tuple[Any, ...]]]],
+    ) -> None:
+        self._execute = execute
+        self._batch = batch
+
+    def apply(
+        self, statements: Sequence[Statement], *, wait: bool = True, keep: Keep | None = None
+    ) -> Applied:
+        if not wait:
+            raise WouldWait("a libSQL server is answered over the network")
+        if len(statements) == 1:
+            return Applied([take_of(self._execute(*statements[0]))], committed=True)
+        takes = [take_of(rows) for rows in self._batch(statements)]
+        return Applied(takes, committed=True)

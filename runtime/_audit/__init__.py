@@ -1,0 +1,39 @@
+"""The audit log of tool calls: records, redaction, sinks, the writer, the CLI reader."""
+
+from __future__ import annotations
+
+from toolcage.policies import ToolcageConfig
+
+from ._log import AuditLog
+from ._redact import Redactor
+from ._sinks import AuditHandler, AuditSink, FileSink, HandlerSink
+
+__all__ = [
+    "AuditHandler",
+    "AuditLog",
+    "AuditSink",
+    "FileSink",
+    "HandlerSink",
+    "Redactor",
+    "audit_log",
+]
+
+
+def audit_log(config: ToolcageConfig, handler: AuditHandler | None = None) -> AuditLog | None:
+    """The audit log ``config`` asks for, writing to ``handler`` when one is given
+    (``None``: no ``[audit] path`` and no handler)."""
+    section = config.audit
+    path = section.file(config.base_dir)
+    sink: AuditSink
+    if handler is not None:
+        sink = HandlerSink(handler)
+    elif path is not None:
+        sink = FileSink(path, rotate_bytes=section.rotate_bytes, keep=section.keep)
+    else:
+        return None
+    redactor = Redactor(
+        section.redact_keys, section.redact_patterns, max_value_chars=section.max_value_chars
+    )
+    return AuditLog(
+        sink, redactor, max_pending=section.max_pending, retry_seconds=section.retry_seconds
+    )

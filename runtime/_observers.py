@@ -1,0 +1,35 @@
+"""The call observers a runtime gets: its audit log and its telemetry, from config or the
+embedder's arguments."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from toolcage.policies import ToolcageConfig
+
+from ._audit import AuditHandler, AuditLog, audit_log
+from ._observe import CallObserver, Observation
+
+if TYPE_CHECKING:
+    from ._telemetry import ToolTelemetry
+
+
+def observation_for(
+    config: ToolcageConfig,
+    audit: AuditHandler | None = None,
+    telemetry: ToolTelemetry | None = None,
+) -> tuple[Observation | None, AuditLog | None]:
+    """The observation of calls that ``config`` and the arguments ask for (``None``: calls
+    are not observed), and the audit log among its observers (which needs closing)."""
+    observers: list[CallObserver] = []
+    log = audit_log(config, audit)
+    if log is not None:
+        observers.append(log)
+    wanted = config.telemetry
+    if telemetry is None and (wanted.traces or wanted.metrics):
+        from ._telemetry import ToolTelemetry  # opentelemetry, only for configs that ask
+
+        telemetry = ToolTelemetry(traces=wanted.traces, metrics=wanted.metrics)
+    if telemetry is not None:
+        observers.append(telemetry)
+    return (Observation(observers) if observers else None), log
