@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 import wasmtime
-from toolcage.policies import EgressPolicy, ToolcageConfig
+from toolcage.policies import EgressPolicy, SecretPolicy, ToolcageConfig
 
 from ._base import HostBinding
 from ._clock import ClockBinding
@@ -74,8 +74,9 @@ class HostBindings:
         schedule book), so does the ``scheduler`` binding; with ``rate_limits``, ``http``
         and ``search`` count response bytes against its byte quotas."""
         policy = EgressPolicy(config.egress)
+        secrets = SecretPolicy.load(config.secrets, config.base_dir)
         standard: list[HostBinding] = [
-            HttpBinding.from_policy(policy, rate_limits),
+            HttpBinding.from_policy(policy, secrets, rate_limits),
             SearchBinding.from_policy(policy, rate_limits),
             ClockBinding(),
             FsBinding(define_raw),

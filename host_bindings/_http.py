@@ -2,7 +2,8 @@
 
 Request (JSON)::
 
-    {"method": "GET", "url": "https://...", "headers": {"name": "value"}, "body": "text"}
+    {"method": "GET", "url": "https://...", "headers": {"name": "value"}, "body": "text",
+     "raw": false}
 
 Result::
 
@@ -10,9 +11,15 @@ Result::
      "body": "...", "body_encoding": "text" | "base64", "truncated": false,
      "size": 1234, "url": "final URL", "redirects": 0}
 
+A header value may name an operator's secret as ``{{secret:NAME}}``; the client puts the
+value there on hops bound to it and redacts it from everything that comes back (see
+:mod:`._http_client` and :mod:`toolcage.policies._secret_policy`).
+
 Text bodies (``text/*``, JSON, XML, JavaScript, or any body that is valid UTF-8) arrive
 decoded to text using the declared charset (undecodable bytes become U+FFFD); anything
 else arrives base64-encoded, so the guest can tell binary content apart and refuse it.
+With ``"raw": true`` every body arrives base64-encoded, its bytes as sent (a guest that
+finds the charset in the document itself decodes them).
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import string
 from typing import Any
 
 import wasmtime
-from toolcage.policies import EgressPolicy
+from toolcage.policies import EgressPolicy, SecretPolicy
 
 from ._abi import (
     AbiError,
@@ -54,15 +61,29 @@ class HttpBinding:
 
     name = "http"
 
-    def __init__(self, client: EgressClient, rate_limits: RateLimiter | None = None) -> None:
+    def __init__(
+        self,
+        client: EgressClient,
+        secrets: SecretPolicy | None = None,
+        rate_limits: RateLimiter | None = None,
+    ) -> None:
         self._client = client
+        self._secrets = secrets or SecretPolicy()
         self._rate_limits = rate_limits
 
     @classmethod
     def from_policy(
-        cls, policy: EgressPolicy, rate_limits: RateLimiter | None = None
+        cls,
+        policy: EgressPolicy,
+        secrets: SecretPolicy | None = None,
+        rate_limits: RateLimiter | None = None,
     ) -> HttpBinding:
-        return cls(EgressClient(policy), rate_limits)
+        return cls(EgressClient(policy, secrets=secrets), secrets, rate_limits)
+
+    def describe_secrets(self, *, takes_headers: bool) -> str:
+        """What a tool's description should add about the secrets (names, never values);
+        ``takes_headers``: the tool passes the model's headers, placeholders included."""
+        return self._secrets.describe(placeholders=takes_headers)
 
     def define(self, linker: wasmtime.Linker) -> None:
         define_json_call(
@@ -101,7 +122,7 @@ class HttpBinding:
             response = self._client.request(tool, method, url, headers, data, deadline, meter)
         except HttpFailure as exc:
             return failed(exc.kind, exc.message)
-        return _encode(response)
+        return _encode(response, raw=req.get("raw") is True)
 
 
 def meter_for(rate_limits: RateLimiter | None, state: CallState) -> ByteMeter | None:
@@ -120,13 +141,13 @@ def _header_problem(name: str, value: str) -> str | None:
     return None
 
 
-def _encode(response: HttpResponse) -> dict[str, Any]:
+def _encode(response: HttpResponse, *, raw: bool = False) -> dict[str, Any]:
     headers: dict[str, str] = {}
     for name, value in response.headers:
         key = name.lower()
         headers[key] = f"{headers[key]}, {value}" if key in headers else value
     content_type = headers.get("content-type", "")
-    text = _as_text(response.body, content_type)
+    text = None if raw else _as_text(response.body, content_type)
     return ok(
         status=response.status,
         headers=headers,

@@ -15,6 +15,12 @@ scheme/host check and the same guarded connection; ``max_redirects`` bounds the 
 Every wait (connect, each read) is bounded by the per-tool timeouts and by the call's
 deadline, and the response body is read no further than ``max_response_bytes``.
 
+Secrets (:class:`~toolcage.policies.SecretPolicy`) are applied hop by hop, after the hop's
+egress check and on the URL that hop sends: each hop starts again from the guest's headers,
+so a redirect to a host, path, method or scheme a secret is not bound to carries none of
+it, and one back to a bound host carries it again. What comes back -- body, headers,
+final URL, error messages -- is redacted (:mod:`._http_redact`) before anyone sees it.
+
 The client runs synchronously: host functions run in the guest's worker thread.
 """
 
@@ -33,9 +39,17 @@ from urllib.parse import urlsplit
 
 import httpcore
 import httpx
-from toolcage.policies import EgressPolicy, EgressViolation
+from toolcage.policies import (
+    EgressPolicy,
+    EgressViolation,
+    SecretMisuse,
+    SecretPolicy,
+    SecretViolation,
+)
+from toolcage.policies._secret_policy import origin
 
 from ._base import current_call
+from ._http_redact import Redactor, redact_http_logs
 from ._rate_limits import ByteMeter, RateLimited
 from ._store import StoreError
 
@@ -168,7 +182,8 @@ class EgressClient:
     >>> client = EgressClient(EgressPolicy(EgressConfig()))
     >>> client.request("http_request", "GET", "https://example.com/", {}, b"", deadline)
 
-    ``resolver`` replaces the system's name lookup (a test can answer from a table).
+    ``resolver`` replaces the system's name lookup (a test can answer from a table);
+    ``secrets`` are the credentials the client adds where they are bound.
     """
 
     def __init__(
@@ -177,8 +192,13 @@ class EgressClient:
         *,
         verify: ssl.SSLContext | bool = True,
         resolver: Resolver = system_resolver,
+        secrets: SecretPolicy | None = None,
     ) -> None:
         self._policy = policy
+        self._secrets = secrets if secrets else None
+        self._redactor = Redactor(secrets.secrets if secrets else ())
+        if self._redactor:
+            redact_http_logs(self._redactor)
         self._ssl_context: ssl.SSLContext | None = None
         self._ssl_lock = threading.Lock()
         self._verify = verify
@@ -212,17 +232,48 @@ class EgressClient:
         try:
             if meter is not None:
                 meter.start()
-            return self._request(tool, method, url, headers, body, deadline, meter)
+            response = self._request(tool, method, url, headers, body, deadline, meter)
         except EgressViolation as exc:
             _report_egress(False, str(exc))
-            raise HttpFailure("permission_denied", f"egress policy: {exc}") from None
+            raise self._failure("permission_denied", f"egress policy: {exc}") from None
+        except SecretViolation as exc:
+            raise self._failure("permission_denied", f"secrets: {exc}") from None
+        except SecretMisuse as exc:
+            raise self._failure("validation_error", f"secrets: {exc}") from None
         except RateLimited as exc:
             raise HttpFailure("permission_denied", exc.message) from None
         except StoreError as exc:
             raise HttpFailure("execution_error", f"byte quotas cannot be counted: {exc}") from None
+        except HttpFailure as exc:
+            if not self._redactor:
+                raise
+            raise self._failure(exc.kind, exc.message) from None
+        except Exception as exc:
+            if not self._redactor:
+                raise
+            # An unforeseen error's text could quote a value; the binding's guard would log
+            # it whole. With secrets configured it becomes a redacted failure instead.
+            message = f"{url}: {type(exc).__name__}: {exc}"
+            raise self._failure("execution_error", message) from None
         finally:
             if meter is not None:
                 meter.close()
+        if not self._redactor:
+            return response
+        return HttpResponse(
+            status=response.status,
+            headers=tuple(
+                (self._redactor.text(k), self._redactor.text(v)) for k, v in response.headers
+            ),
+            body=response.body,  # redacted while read, before the cut (see _read_capped)
+            truncated=response.truncated,
+            size=response.size,
+            url=self._redactor.text(response.url),
+            redirects=response.redirects,
+        )
+
+    def _failure(self, kind: str, message: str) -> HttpFailure:
+        return HttpFailure(kind, self._redactor.text(message) if self._redactor else message)
 
     def _request(
         self,
@@ -250,6 +301,9 @@ class EgressClient:
         )
         send_headers = {**_DEFAULT_HEADERS, **headers}
         target = self._parse(url)
+        if self._secrets is not None:
+            self._secrets.check_request(url, body)
+        secure = False  # whether an earlier hop went over https
         # The transport, not httpx.Client: the client parses a redirect's Location itself,
         # before handing the response back, and its errors would escape untranslated.
         with transport:
@@ -259,12 +313,26 @@ class EgressClient:
                 self._policy.check_target(tool, target.scheme, host, port)
                 _report_egress(True, f"{method} {target.scheme}://{host}:{port}")
                 url = str(target)
+                hop_target, hop_headers = target, send_headers
+                if self._secrets is not None and port is not None:
+                    hop_target, hop_headers = _with_secrets(
+                        self._secrets,
+                        method,
+                        target,
+                        host,
+                        port,
+                        send_headers,
+                        body,
+                        first=hop == 0,
+                        secure=secure,
+                    )
+                secure = secure or target.scheme == "https"
                 timeout = _timeout(rules.connect_timeout, rules.read_timeout, deadline)
                 try:
                     request = httpx.Request(
                         method,
-                        target,
-                        headers=send_headers,
+                        hop_target,
+                        headers=hop_headers,
                         content=body or None,
                         extensions={"timeout": timeout.as_dict()},
                     )
@@ -288,7 +356,7 @@ class EgressClient:
                         target = next_target
                         continue
                     data, truncated, size = _read_capped(
-                        response, rules.max_response_bytes, deadline, meter
+                        response, rules.max_response_bytes, deadline, self._redactor, meter
                     )
                     return HttpResponse(
                         status=response.status_code,
@@ -339,6 +407,38 @@ class EgressClient:
             self._policy.check_host(host)
 
 
+def _with_secrets(
+    secrets: SecretPolicy,
+    method: str,
+    target: httpx.URL,
+    host: str,
+    port: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    first: bool,
+    secure: bool,
+) -> tuple[httpx.URL, dict[str, str]]:
+    """The URL and headers this hop sends, with the secrets it is bound to."""
+    path = target.raw_path.split(b"?", 1)[0].decode("ascii", "replace")
+    hop = secrets.for_hop(
+        method,
+        target.scheme,
+        host,
+        port,
+        path,
+        headers,
+        first_hop=first,
+        downgraded=secure and target.scheme != "https",
+    )
+    sent = target
+    for name, value in hop.query:
+        sent = sent.copy_set_param(name, value)
+    where = origin(target.scheme, host, port) + path
+    secrets.refuse_unbound_values(hop.bound, where, [str(sent), *hop.headers.values()], body)
+    return sent, hop.headers
+
+
 def _report_egress(allowed: bool, reason: str) -> None:
     """Tell whatever observes the running call what the egress policy decided."""
     state = current_call.get(None)
@@ -356,10 +456,17 @@ def _timeout(connect: float, read: float, deadline: float) -> httpx.Timeout:
 
 
 def _read_capped(
-    response: httpx.Response, cap: int, deadline: float, meter: ByteMeter | None
+    response: httpx.Response,
+    cap: int,
+    deadline: float,
+    redactor: Redactor,
+    meter: ByteMeter | None,
 ) -> tuple[bytes, bool, int | None]:
+    """The body, at most ``cap`` bytes, redacted. A value that starts before the cut is
+    redacted whole: the read goes ``redactor.overlap`` bytes past the cap for it."""
     chunks: list[bytes] = []
     got = 0
+    reach = cap + redactor.overlap if redactor else cap
     for chunk in response.iter_bytes():
         if time.monotonic() > deadline:
             raise HttpFailure("timeout", "the call's deadline passed while reading the body")
@@ -367,11 +474,18 @@ def _read_capped(
             meter.count(len(chunk))
         chunks.append(chunk)
         got += len(chunk)
-        if got > cap:
+        if got > reach:
             declared = response.headers.get("content-length", "")
             size = int(declared) if declared.isascii() and declared.isdigit() else None
-            return b"".join(chunks)[:cap], True, size
-    return b"".join(chunks), False, got
+            return _redacted(b"".join(chunks), redactor)[:cap], True, size
+    data = _redacted(b"".join(chunks), redactor)
+    if got > cap:  # within the overlap: cut, as any body past the cap
+        return data[:cap], True, got
+    return data, False, got
+
+
+def _redacted(data: bytes, redactor: Redactor) -> bytes:
+    return redactor.data(data) if redactor else data
 
 
 def _translate(exc: httpx.HTTPError, url: str) -> HttpFailure:

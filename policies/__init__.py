@@ -34,6 +34,8 @@ from ._paths import PathPolicyViolation, canonical_guest_path
 from ._public import publish
 from ._rate_limits import RateLimitConfig, RateRule
 from ._scheduler import SchedulerConfig
+from ._secret_policy import HopCredentials, Secret, SecretMisuse, SecretPolicy, SecretViolation
+from ._secrets import SecretConfig
 from ._state import EmbedderConfig, StateConfig, VaultConfig
 from ._truncation import truncation_marker
 from .shell import (
@@ -62,6 +64,7 @@ __all__ = [
     "EgressViolation",
     "EmbedderConfig",
     "GrantedMount",
+    "HopCredentials",
     "ImagesConfig",
     "LimitsConfig",
     "LoopLimits",
@@ -76,6 +79,11 @@ __all__ = [
     "RateLimitConfig",
     "RateRule",
     "SchedulerConfig",
+    "Secret",
+    "SecretConfig",
+    "SecretMisuse",
+    "SecretPolicy",
+    "SecretViolation",
     "ShellConfig",
     "ShellLimits",
     "ShellMode",

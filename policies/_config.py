@@ -29,6 +29,7 @@ from ._mcp import McpConfig
 from ._mounts import MountsConfig
 from ._rate_limits import RateLimits
 from ._scheduler import SchedulerConfig
+from ._secrets import SecretsSection
 from ._state import StateConfig
 from .shell import ShellConfig
 
@@ -153,6 +154,8 @@ class ToolcageConfig(_Section):
     mcp: McpConfig = McpConfig()
     guest_tools: GuestToolsConfig = GuestToolsConfig()
     images: ImagesConfig = ImagesConfig()
+    secrets: SecretsSection = {}
+    """``[secrets.NAME]``: credentials the host adds to HTTP requests (:mod:`._secrets`)."""
     audit: AuditConfig = AuditConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
     rate_limits: RateLimits = {}

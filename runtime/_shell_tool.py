@@ -141,8 +141,8 @@ class ShellExecTool:
                     "command": {
                         "type": "string",
                         "minLength": 1,
-                        "description": "The command line: literal words, joined by &&, ||, "
-                        "; | and newlines. Programs: " + ", ".join(sorted(self.config.allowed)),
+                        "description": f"The command line: {self.policy.syntax.describe()}. "
+                        "Programs: " + ", ".join(sorted(self.policy.allowed)),
                     },
                     "session_id": {
                         "type": "string",

@@ -113,6 +113,9 @@ class TestWheel:
             assert f"toolcage/wasm_tools/tools/{source.stem}.json" in names
             # without the source beside it, an installed module is never judged stale
             assert f"toolcage/wasm_tools/tools/{source.name}" not in names
+        # nor the C libraries and helper files compiled into the modules
+        assert not [name for name in names if name.startswith("toolcage/wasm_tools/vendor/")]
+        assert not [name for name in names if name.endswith((".c", ".h")) and "/sdk/" not in name]
 
     def test_carries_the_guest_sdk_and_the_abi(self, installed: Installed) -> None:
         names = set(zipfile.ZipFile(installed.wheel).namelist())

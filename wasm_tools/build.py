@@ -1,9 +1,12 @@
 """Compile the guest tools to WASI preview-1 command modules with the pinned zig.
 
 ``python -m toolcage.wasm_tools.build`` (``make wasm``) compiles every ``tools/NAME.c``,
-together with the guest SDK in ``sdk/``, into ``modules/NAME.wasm``. A module is rebuilt
-only when it is older than its source or any SDK file, so reruns cost nothing; stale
-modules compile in parallel, one zig process per CPU.
+together with the guest SDK in ``sdk/``, into ``modules/NAME.wasm``. A tool split into
+several files keeps the others in ``tools/NAME/``; a tool that links a library of
+``vendor/`` names it in :data:`VENDORED`. A module is rebuilt only when it is older than
+any of its inputs, so reruns cost nothing; stale modules compile in parallel, one zig
+process per CPU. zig caches each compiled C file by its content, so a rebuild compiles only
+the files that changed.
 
 Most of a first build is zig compiling wasi-libc. zig caches that work, but its cache
 entries name the files of zig's own library by path, and the library sits inside each
@@ -31,6 +34,7 @@ import sys
 import tempfile
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -38,6 +42,7 @@ HERE = Path(__file__).resolve().parent
 TOOLS = HERE / "tools"
 SDK = HERE / "sdk"
 MODULES = HERE / "modules"
+VENDOR = HERE / "vendor"
 
 ZIG_TARGET = "wasm32-wasi"
 """zig 0.17 still spells WASI preview 1 ``wasm32-wasi`` (``wasm32-wasip1`` is clang's name)."""
@@ -54,6 +59,38 @@ CFLAGS = (
     "-Werror",
 )
 """What every guest is compiled with, besides its include directories."""
+
+
+@dataclass(frozen=True)
+class Library:
+    """A C library vendored under ``vendor/NAME/``: its sources and headers in ``source/``."""
+
+    name: str
+    """The directory under ``vendor/``."""
+    defines: tuple[str, ...] = ()
+    """Preprocessor definitions (``NAME`` or ``NAME=VALUE``) the library and the tools that
+    link it are compiled with."""
+
+    @property
+    def source(self) -> Path:
+        """The include directory, which also holds the sources."""
+        return VENDOR / self.name / "source"
+
+    def sources(self) -> list[Path]:
+        """The library's C files."""
+        return sorted(self.source.rglob("*.c"))
+
+    def inputs(self) -> list[Path]:
+        """Every file and directory a module that links the library depends on (a
+        directory's time changes when a file is added or removed)."""
+        return sorted([self.source, *self.source.rglob("*")])
+
+
+LEXBOR = Library("lexbor", defines=("LEXBOR_STATIC",))
+"""lexbor, the WHATWG HTML5 parser (its core, dom, html, ns and tag modules)."""
+
+VENDORED: dict[str, tuple[Library, ...]] = {"web_fetch": (LEXBOR,)}
+"""The vendored libraries each tool links, by tool name."""
 
 
 class BuildError(RuntimeError):
@@ -147,6 +184,7 @@ def compile_guest(
     out: Path,
     *,
     include: Sequence[Path] = (SDK,),
+    defines: Sequence[str] = (),
     env: dict[str, str] | None = None,
 ) -> Path:
     """Compile ``sources`` into the command module ``out`` (written whole, by one rename)."""
@@ -160,6 +198,7 @@ def compile_guest(
         "ziglang",
         "cc",
         *CFLAGS,
+        *(f"-D{define}" for define in defines),
         *(f"-I{path}" for path in include),
         *(str(path) for path in sources),
         "-o",
@@ -182,31 +221,84 @@ def compile_guest(
     return out
 
 
-def _parallel(jobs: Sequence[tuple[Sequence[Path], Path, Sequence[Path]]]) -> list[Path]:
-    """Run ``(sources, out, include)`` compiles side by side; the first failure is raised."""
+@dataclass(frozen=True)
+class Job:
+    """One module to compile."""
+
+    sources: Sequence[Path]
+    """The C files, compiled and linked together."""
+    out: Path
+    """The module written."""
+    include: Sequence[Path] = (SDK,)
+    """Include directories."""
+    defines: Sequence[str] = ()
+    """Preprocessor definitions (``NAME`` or ``NAME=VALUE``)."""
+
+
+def tool_job(source: Path, out: Path) -> tuple[Job, list[Path]]:
+    """How to compile the tool ``source`` into ``out``, and what the module depends on: its
+    source, ``tools/NAME/`` beside it (the directory and its files), the SDK and the
+    libraries it links."""
+    parts = source.parent / source.stem
+    own = sorted(parts.glob("*.[ch]")) if parts.is_dir() else []
+    libraries = VENDORED.get(source.stem, ())
+    job = Job(
+        sources=[
+            source,
+            *(path for path in own if path.suffix == ".c"),
+            *sdk_sources(),
+            *(path for library in libraries for path in library.sources()),
+        ],
+        out=out,
+        include=(SDK, source.parent, *(library.source for library in libraries)),
+        defines=tuple(define for library in libraries for define in library.defines),
+    )
+    inputs = [
+        source,
+        *([parts, *own] if own else []),
+        *sdk_inputs(),
+        *(path for library in libraries for path in library.inputs()),
+    ]
+    return job, inputs
+
+
+def _parallel(jobs: Sequence[Job]) -> list[Path]:
+    """Run compiles side by side; the first failure is raised."""
     if not jobs:
         return []
     env = zig_environment()
     workers = min(len(jobs), len(os.sched_getaffinity(0)))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [
-            pool.submit(compile_guest, sources, out, include=include, env=env)
-            for sources, out, include in jobs
+            pool.submit(
+                compile_guest,
+                job.sources,
+                job.out,
+                include=job.include,
+                defines=job.defines,
+                env=env,
+            )
+            for job in jobs
         ]
         return [future.result() for future in futures]
 
 
 def build_all(*, force: bool = False, out_dir: Path = MODULES) -> list[Path]:
     """Build every stale tool module, in parallel; the modules that were (re)built."""
-    sdk = sdk_inputs()
-    outs = {source: out_dir / f"{source.stem}.wasm" for source in sorted(TOOLS.glob("*.c"))}
+    sources = sorted(TOOLS.glob("*.c"))
+    jobs = [tool_job(source, out_dir / f"{source.stem}.wasm") for source in sources]
     return _parallel(
         [
-            ([source, *sdk_sources()], out, (SDK,))
-            for source, out in outs.items()
-            if force or is_stale(out, [source, *sdk])
+            job
+            for job, inputs in sorted(jobs, key=_slowest_first)
+            if force or is_stale(job.out, inputs)
         ]
     )
+
+
+def _slowest_first(entry: tuple[Job, list[Path]]) -> int:
+    """Modules with the most sources start first, so the others fill the remaining CPUs."""
+    return -len(entry[0].sources)
 
 
 def cached_module_path(sources: Sequence[Path], *, include: Sequence[Path] = ()) -> Path:
@@ -226,7 +318,7 @@ def build_cached(*groups: Sequence[Path], include: Sequence[Path] = ()) -> list[
     paths = [cached_module_path(sources, include=include) for sources in groups]
     _parallel(
         [
-            (sources, path, include)
+            Job(sources, path, include)
             for sources, path in zip(groups, paths, strict=True)
             if not path.is_file()
         ]

@@ -5,6 +5,8 @@
 - :mod:`._env` -- environment variables a command may not set;
 - :mod:`._words` -- words, simple commands and redirects, decoded under bash's quoting rules;
 - :mod:`._parse` -- a command string to its simple commands, via tree-sitter-bash;
+- :mod:`._compound` -- loops, conditionals, ``case`` and the test commands, for the parse;
+- :mod:`._parts` -- words, assignments and redirections, for the parse;
 - :mod:`._rules` -- what the per-program argument rules share;
 - :mod:`._programs`, :mod:`._git`, :mod:`._runners`, :mod:`._sed` -- the rules themselves;
 - :mod:`._policy` -- :class:`ShellPolicy`, which puts them together.

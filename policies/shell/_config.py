@@ -5,12 +5,14 @@
     [shell]
     mode = "sandboxed"              # or "host" (no sandbox; development only) or "disabled"
     workspace = "workspace"         # the only host directory commands see (read-write)
-    extra_allow = ["make"]          # added to the default allowlist (or replace it with `allow`)
+    extra_allow = ["jq"]            # added to the default allowlist (or replace it with `allow`)
     network = false
 
-    [shell.syntax]                  # everything beyond literal words is off by default
+    [shell.syntax]                  # each switch admits one more construct
     expansions = false
     redirections = "workspace"      # "none" | "workspace" | "any"
+    globs = true                    # globs, heredocs, test_commands, control_flow: when
+    control_flow = false            # unset, on in sandboxed mode and off in host mode
 
     [shell.limits]
     timeout = 30                    # seconds, unless a call asks for more (up to max_timeout)
@@ -50,34 +52,79 @@ class ShellMode(enum.StrEnum):
 class ShellSyntax(_Section):
     """Which shell syntax passes the policy beyond plain literal words.
 
-    By default a command is literal words (quoted or not) joined by ``&&``, ``||``, ``;``,
+    A command is always literal words (quoted or not) joined by ``&&``, ``||``, ``;``,
     ``|`` and newlines, plus redirections into the workspace and ``NAME=value``
     assignments. Each switch admits one more construct; a word the policy cannot prove
-    literal still never names a program, and programs with argument rules refuse it.
+    literal still never names a program, and programs with argument rules refuse it
+    unless their rule proves it harmless.
+
+    The switches left unset (``None``) follow the mode: on in ``sandboxed`` mode, where
+    bubblewrap leaves the workspace as the only host data a glob can list or a loop can
+    touch, and off in ``host`` mode (see :meth:`for_mode`).
     """
 
     expansions: bool = False
-    """``$NAME`` and ``${NAME}`` parameter expansion."""
+    """``$NAME`` and ``${NAME}`` parameter expansion (a loop's own variable needs no switch)."""
     substitutions: bool = False
     """``$(...)``, backticks and ``<(...)``; the inner commands are checked too."""
     arithmetic: bool = False
     """``$((...))`` over number literals (a variable's value would be evaluated as code)."""
-    globs: bool = False
-    """Unquoted ``*``, ``?`` and ``[...]``."""
+    globs: bool | None = None
+    """Unquoted ``*``, ``?`` and ``[...]``; as a redirection target only a pattern that
+    stays inside the workspace and matches no dot-name."""
     tilde: bool = False
     """Unquoted ``~``."""
     braces: bool = False
     """Brace expansion, ``{a,b}`` and ``{1..3}``."""
     redirections: Literal["none", "workspace", "any"] = "workspace"
-    """``workspace``: literal targets inside the workspace (and ``/dev/null``) only."""
-    heredocs: bool = False
-    """``<<`` and ``<<<`` (their text is checked as a literal word)."""
+    """``workspace``: targets inside the workspace (and ``/dev/null``) only."""
+    heredocs: bool | None = None
+    """``<<`` and ``<<<``: a quoted delimiter, or an unquoted one over text with no ``$``,
+    backquote or backslash (nothing in it expands)."""
+    test_commands: bool | None = None
+    """``test``, ``[ ... ]`` and ``[[ ... ]]``, whose operands are checked: never ``-v`` or
+    ``-R`` (bash evaluates an array subscript there), and ``[[``'s arithmetic
+    comparisons over number literals only."""
+    control_flow: bool | None = None
+    """``for``/``while``/``until``/``if``/``case``, ``!``, ``break`` and ``continue``; their
+    words and bodies are checked like any command. The variable of a ``for`` loop, and the
+    names of ``while read [-r] NAME...``, may be expanded in the loop's body (their values
+    are unknown: they never name a program)."""
     background: bool = False
     """A trailing ``&`` (``shell_exec``'s ``background`` flag is the supported way)."""
     subshells: bool = False
     """``( ... )`` and ``{ ...; }`` groups."""
     assignments: bool = True
     """``NAME=value`` (alone, before a command, or with ``export``); protected names never."""
+
+    def describe(self) -> str:
+        """What a command may hold under these settings, in a sentence for a model."""
+        parts = ["literal words"]
+        for switch, text in _DESCRIPTIONS:
+            if getattr(self, switch):
+                parts.append(text)
+        return ", ".join(parts) + "; joined by &&, ||, ;, | and newlines"
+
+    def for_mode(self, mode: ShellMode) -> ShellSyntax:
+        """These settings with every unset switch decided for ``mode``."""
+        default = mode is ShellMode.SANDBOXED
+        unset = {name: default for name in _MODE_SWITCHES if getattr(self, name) is None}
+        return self.model_copy(update=unset) if unset else self
+
+
+_DESCRIPTIONS = (
+    ("globs", "globs (a glob never names a program)"),
+    ("expansions", "$NAME"),
+    ("substitutions", "$(...)"),
+    ("arithmetic", "$((...)) over numbers"),
+    ("control_flow", "for/while/until/if/case (a for or while-read loop's variable may be "
+     "used in its body, quoted as \"$f\")"),
+    ("test_commands", "test, [ ] and [[ ]]"),
+    ("heredocs", "here-documents (<<'EOF') and here-strings"),
+    ("subshells", "( ) and { } groups"),
+)  # fmt: skip
+_MODE_SWITCHES = ("globs", "heredocs", "test_commands", "control_flow")
+"""Switches that default to on under bubblewrap and off in host mode."""
 
 
 class ShellLimits(_Section):
@@ -154,6 +201,11 @@ class ShellConfig(_Section):
             if reason is not None:
                 raise ValueError(f"{name!r}: {reason}")
         return env
+
+    @property
+    def effective_syntax(self) -> ShellSyntax:
+        """``syntax`` with its unset switches decided for ``mode``."""
+        return self.syntax.for_mode(self.mode)
 
     @property
     def allowed(self) -> frozenset[str]:

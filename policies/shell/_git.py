@@ -8,7 +8,7 @@ local transports through which one command would reach another repository's conf
 
 from __future__ import annotations
 
-from ._rules import Inner, long_hit, options, refuse
+from ._rules import Inner, Unknown, long_hit, options, refuse
 from ._words import SimpleCommand
 
 _GIT_GLOBAL_OK = frozenset(
@@ -29,6 +29,12 @@ _GIT_LONG = (
     "open-files-in-pager", "recurse-submodules", "recursive", "interactive", "exec-path",
     "git-dir", "work-tree", "namespace", "super-prefix", "help", "edit-todo",
 )  # fmt: skip
+_GIT_PATHSPECS = frozenset(
+    {"add", "rm", "mv", "diff", "log", "show", "status", "ls-files", "blame", "checkout",
+     "restore", "commit", "grep", "reset", "stash", "clean", "shortlog", "whatchanged"}
+)  # fmt: skip
+"""Subcommands whose operands are paths and revisions of this repository, never an address:
+a glob or loop variable may stand there."""
 _GIT_SHORT = {"clone": "uc", "rebase": "xi", "grep": "O", "add": "ip", "commit": "p"}
 _GIT_CONFIG_READS = frozenset(
     {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "get", "list"}
@@ -54,10 +60,12 @@ def git_rule(cmd: SimpleCommand, args: list[str]) -> list[Inner]:
     if i == len(args):
         return []
     sub = args[i]
-    if sub not in _GIT_SUBCOMMANDS:
+    if isinstance(sub, Unknown) or sub not in _GIT_SUBCOMMANDS:
         raise refuse("git", sub, "this subcommand is not allowed")
     rest = args[i + 1 :]
     for arg in rest:
+        if isinstance(arg, Unknown) and sub not in _GIT_PATHSPECS:
+            raise refuse("git", arg, f"git {sub} takes literal arguments only")
         if "::" in arg:
             raise refuse("git", arg, "'<helper>::' addresses run a transport program (ext::)")
     for arg in options(rest):

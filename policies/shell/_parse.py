@@ -6,37 +6,38 @@ type, each word must decode to a literal under bash's quoting rules (see
 skipped, reinterpreted or could not parse (``ERROR``/``MISSING`` nodes) reaches bash
 unseen. Where the parser and bash could disagree (a line continuation glued to a word, a
 ``#`` in mid-word, a carriage return), the command is refused rather than guessed at.
+
+The walker reads statements, lists and pipelines here; compound commands
+(:mod:`._compound`) and the words and redirections of a command (:mod:`._parts`) are
+read by the two parts mixed into it.
 """
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
-from ._words import (
-    Assignment,
-    Redirect,
-    ShellPolicyViolation,
-    SimpleCommand,
-    Word,
-    decode_double_quoted,
-    decode_single_quoted,
-    decode_unquoted,
-)
+from ._compound import CompoundStatements, LoopVariable
+from ._parts import REDIRECTS, CommandParts
+from ._words import Assignment, Redirect, ShellPolicyViolation, SimpleCommand, Word
 
 if TYPE_CHECKING:
     from ._config import ShellSyntax
 
 MAX_COMMAND_BYTES = 64 * 1024
 MAX_DEPTH = 24
-"""Nesting (substitutions, groups, pipelines) deeper than this is refused."""
-
+"""Nesting (substitutions, groups, loops, conditionals) deeper than this is refused; a
+flat chain of ``&&``, ``||`` and ``;`` is one level however long it is."""
+MAX_COMMANDS = 1024
+"""Simple commands one command string may hold."""
+_COMPOUND = frozenset(
+    {"for_statement", "while_statement", "until_statement", "if_statement", "case_statement",
+     "negated_command"}
+)  # fmt: skip
 _LANGUAGE = Language(tree_sitter_bash.language())
 _COMMENT_MAY_FOLLOW = frozenset(b" \t\n;&|()")
-_REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _BRACKETS = {
     "subshell": ("(", ")"),
     "compound_statement": ("{", "}"),
@@ -44,17 +45,6 @@ _BRACKETS = {
     "process_substitution": ("<(", ">(", ")"),
 }
 """The tokens that open and close each kind of block."""
-_ARITHMETIC = frozenset(
-    {
-        "binary_expression", "unary_expression", "parenthesized_expression",
-        "ternary_expression", "postfix_expression",
-    }
-)  # fmt: skip
-"""Operator nodes inside ``$(( ))``; their leaves must be number literals."""
-_NUMBER = re.compile(r"[0-9][0-9A-Za-z@_#]*", re.ASCII)
-"""An integer constant as bash's arithmetic reads it (``42``, ``0x1f``, ``2#101``, ``64#zZ``):
-a token that starts with a digit is a number to bash, never a variable (tree-sitter calls
-``0x1f`` a variable name, hence the check on the text rather than the node type)."""
 
 
 def parse_command(command: str, syntax: ShellSyntax) -> list[SimpleCommand]:
@@ -77,11 +67,17 @@ def parse_command(command: str, syntax: ShellSyntax) -> list[SimpleCommand]:
     return walker.commands
 
 
-class _Walker:
+class _Walker(CommandParts, CompoundStatements):
+    """Walks the tree: statements here, compound commands and the parts of a command in
+    the mixins (each declares what it uses of the others for type checking only)."""
+
     def __init__(self, source: bytes, syntax: ShellSyntax) -> None:
         self.source = source
         self.syntax = syntax
         self.commands: list[SimpleCommand] = []
+        self.loop_vars: dict[str, LoopVariable] = {}
+        self.depth = 0
+        """The depth of the statement being read (a substitution in it is one deeper)."""
 
     def text(self, node: Node) -> str:
         return self.source[node.start_byte : node.end_byte].decode("utf-8")
@@ -121,21 +117,35 @@ class _Walker:
     def statement(self, node: Node, *, piped: bool, depth: int) -> None:
         if depth > MAX_DEPTH:
             raise self.refuse(node, "nested too deeply")
+        if len(self.commands) > MAX_COMMANDS:
+            raise self.refuse(node, f"more than {MAX_COMMANDS} commands")
+        outer, self.depth = self.depth, depth
+        try:
+            self.dispatch(node, piped=piped, depth=depth)
+        finally:
+            self.depth = outer
+
+    def dispatch(self, node: Node, *, piped: bool, depth: int) -> None:
         kind = node.type
         if kind == "command":
             self.command(node, piped=piped, extra=())
         elif kind == "redirected_statement":
             self.redirected(node, piped=piped, depth=depth)
-        elif kind in ("pipeline", "list"):
+        elif kind == "pipeline":
             self.gaps(node, newlines=True)
             first = True
             for child in node.children:
                 if child.is_named:
-                    stdin_piped = piped if (first or kind == "list") else True
-                    self.statement(child, piped=stdin_piped, depth=depth + 1)
+                    self.statement(child, piped=piped if first else True, depth=depth + 1)
                     first = False
-                elif child.type not in ("|", "|&", "&&", "||"):
+                elif child.type not in ("|", "|&"):
                     raise self.refuse(child, "unexpected operator")
+        elif kind == "list":
+            self.chain(node, piped=piped, depth=depth)
+        elif kind in _COMPOUND:
+            self.compound(node, piped=piped, depth=depth)
+        elif kind == "test_command":
+            self.test_command(node, piped=piped)
         elif kind in ("variable_assignment", "variable_assignments"):
             self.gaps(node, newlines=False)
             items = [node] if kind == "variable_assignment" else list(node.named_children)
@@ -149,19 +159,40 @@ class _Walker:
             self.block(node, piped=piped, depth=depth)
         elif kind == "comment":
             self.comment(node)
-        elif kind == "negated_command":
-            raise self.refuse(node, "'!' negation is not supported")
-        elif kind in ("test_command", "unset_command"):
-            raise self.refuse(node, f"{kind.replace('_', ' ')}s are not supported")
+        elif kind == "unset_command":
+            raise self.refuse(node, "unset commands are not supported")
         else:
             raise self.refuse(node, f"{kind.replace('_', ' ')} is not supported")
 
+    def chain(self, node: Node, *, piped: bool, depth: int) -> None:
+        """``a && b || c ...``: the parser nests each operator's left side one level deeper,
+        so the chain is walked along that spine, all of it at one depth."""
+        spine = [node]
+        while True:
+            left = next((c for c in spine[-1].children if c.is_named), None)
+            if left is None or left.type != "list":
+                break
+            spine.append(left)
+        for position, level in enumerate(reversed(spine)):
+            self.gaps(level, newlines=True)
+            lower_seen = position == 0  # an upper level's first operand is the level below
+            for child in level.children:
+                if not child.is_named:
+                    if child.type not in ("&&", "||"):
+                        raise self.refuse(child, "unexpected operator")
+                elif lower_seen:
+                    self.statement(child, piped=piped, depth=depth + 1)
+                else:
+                    lower_seen = True
+
     def redirected(self, node: Node, *, piped: bool, depth: int) -> None:
         self.gaps(node, newlines=False)
-        body, redirects = None, []
+        body: Node | None = None
+        redirects: list[Redirect] = []
+        followers: list[tuple[str, Node]] = []
         for child in node.children:
-            if child.type in _REDIRECTS:
-                redirects.append(self.redirect(child))
+            if child.type in REDIRECTS:
+                redirects.append(self.redirect(child, redirects, followers))
             elif child.is_named and body is None:
                 body = child
             else:
@@ -169,13 +200,26 @@ class _Walker:
         if body is None:
             # a bare redirection (`> file`) truncates or opens a file and runs nothing
             self.commands.append(SimpleCommand(self.text(node), (), (), tuple(redirects)))
-            return
-        if body.type == "command":
+        elif body.type == "command":
             self.command(body, piped=piped, extra=tuple(redirects))
+        else:
+            stdin = any(r.operator in ("<", "<<", "<<-", "<<<", "<&", "<>") for r in redirects)
+            self.statement(body, piped=piped or stdin, depth=depth + 1)
+            self.commands.append(SimpleCommand(self.text(node), (), (), tuple(redirects)))
+        for operator, follower in followers:
+            self.follower(operator, follower, piped=piped, depth=depth)
+
+    def follower(self, operator: str, node: Node, *, piped: bool, depth: int) -> None:
+        """What the parser hung on a here-document's first line: ``| next`` or ``&& next``."""
+        if operator != "|":
+            self.statement(node, piped=piped, depth=depth + 1)
             return
-        stdin = any(r.operator in ("<", "<<", "<<-", "<<<", "<&", "<>") for r in redirects)
-        self.statement(body, piped=piped or stdin, depth=depth + 1)
-        self.commands.append(SimpleCommand(self.text(node), (), (), tuple(redirects)))
+        self.gaps(node, newlines=True)
+        for child in node.children:
+            if child.is_named:
+                self.statement(child, piped=True, depth=depth + 1)
+            elif child.type not in ("|", "|&"):
+                raise self.refuse(child, "unexpected operator")
 
     def command(self, node: Node, *, piped: bool, extra: tuple[Redirect, ...]) -> None:
         self.gaps(node, newlines=False)
@@ -191,7 +235,7 @@ class _Walker:
                 if child.child_count != 1 or argv:
                     raise self.refuse(child, "an unusual command name")
                 argv.append(self.word(child.children[0]))
-            elif child.type in _REDIRECTS:
+            elif child.type in REDIRECTS:
                 redirects.append(self.redirect(child))
             elif child.is_named and argv:
                 argv.append(self.word(child))
@@ -229,164 +273,6 @@ class _Walker:
         if before not in _COMMENT_MAY_FOLLOW or "\n" in self.text(node):
             raise self.refuse(node, "a '#' that bash may not read as a comment")
 
-    # -- parts -----------------------------------------------------------------------------
-
-    def assignment(self, node: Node) -> Assignment:
-        self.gaps(node, newlines=False)
-        children = node.children
-        if len(children) < 2 or children[0].type != "variable_name":
-            raise self.refuse(node, "only NAME=value assignments are supported")
-        if children[1].type not in ("=", "+="):
-            raise self.refuse(node, "only NAME=value assignments are supported")
-        if len(children) > 3:
-            raise self.refuse(node, "an unusual assignment")
-        value = self.word(children[2]) if len(children) == 3 else Word("", "")
-        return Assignment(self.text(children[0]), value, self.text(node))
-
-    def redirect(self, node: Node) -> Redirect:
-        self.gaps(node, newlines=node.type == "heredoc_redirect")
-        fd: int | None = None
-        operator = ""
-        target: Word | None = None
-        for child in node.children:
-            if child.type == "file_descriptor":
-                text = self.text(child)
-                if not text.isdigit() or not text.isascii():
-                    raise self.refuse(child, "named file descriptors are not supported")
-                fd = int(text)
-            elif not child.is_named and not operator:
-                operator = child.type
-            elif child.type in ("heredoc_start", "heredoc_body", "heredoc_end"):
-                continue
-            elif child.is_named and target is None:
-                target = self.word(child)
-            else:
-                raise self.refuse(child, "unexpected part of a redirection")
-        if node.type != "file_redirect":
-            if not self.syntax.heredocs:
-                raise self.refuse(node, "here-documents and here-strings are not enabled")
-            if node.type == "heredoc_redirect":
-                self.heredoc(node)
-        if fd is not None and fd > 2:
-            raise self.refuse(node, "only file descriptors 0, 1 and 2 may be redirected")
-        return Redirect(self.text(node), operator, fd, target)
-
-    def heredoc(self, node: Node) -> None:
-        parts = {child.type: child for child in node.children}
-        start, end = parts.get("heredoc_start"), parts.get("heredoc_end")
-        if start is None or end is None:
-            raise self.refuse(node, "an incomplete here-document")
-        raw = self.text(start)
-        if raw[:1] not in ("'", '"') or raw[-1:] != raw[:1]:
-            raise self.refuse(start, "a here-document's delimiter must be quoted (no expansion)")
-        delimiter = raw[1:-1]
-        if self.text(end) != delimiter:
-            raise self.refuse(end, "a here-document that does not end at its delimiter")
-        body = self.text(parts["heredoc_body"]) if "heredoc_body" in parts else ""
-        strip = any(child.type == "<<-" for child in node.children)
-        for line in body.split("\n"):
-            if (line.lstrip("\t") if strip else line) == delimiter:
-                raise self.refuse(node, "a here-document line equal to its delimiter")
-
-    def word(self, node: Node) -> Word:
-        kind = node.type
-        text = self.text(node)
-        if kind in ("word", "number"):
-            if node.child_count:
-                raise self.refuse(node, "an unusual word")
-            return Word(text, decode_unquoted(text, self.syntax))
-        if kind == "raw_string":
-            return Word(text, decode_single_quoted(text))
-        if kind == "string":
-            return self.double_quoted(node)
-        if kind == "concatenation":
-            self.adjacent(node)
-            parts = [self.word(child) for child in node.children]
-            values = [part.value for part in parts]
-            literal = None if any(v is None for v in values) else "".join(v or "" for v in values)
-            return Word(text, literal)
-        self.expansion(node)
-        return Word(text, None)
-
-    def double_quoted(self, node: Node) -> Word:
-        text = self.text(node)
-        expanded = False
-        for child in node.children:
-            if child.type == "string_content" or (not child.is_named and child.type == '"'):
-                continue
-            if not child.is_named:
-                raise self.refuse(child, f"unexpected {child.type!r} in a string")
-            self.expansion(child)
-            expanded = True
-        value = decode_double_quoted(text)
-        if value is None and not expanded:
-            raise self.refuse(node, "an unescaped '$' or '`' in a string")
-        return Word(text, None if expanded else value)
-
-    def expansion(self, node: Node) -> None:
-        """An expansion inside a word: allowed only when its switch is on (value unknown)."""
-        kind = node.type
-        if kind == "simple_expansion":
-            if not self.syntax.expansions:
-                raise self.refuse(node, "parameter expansion ($NAME) is not enabled")
-            names = [
-                c
-                for c in node.named_children
-                if c.type in ("variable_name", "special_variable_name")
-            ]
-            if len(node.children) != 2 or len(names) != 1:
-                raise self.refuse(node, "an unusual expansion")
-        elif kind == "expansion":
-            if not self.syntax.expansions:
-                raise self.refuse(node, "parameter expansion (${NAME}) is not enabled")
-            types = [child.type for child in node.children]
-            if types != ["${", "variable_name", "}"]:
-                raise self.refuse(node, "only the plain ${NAME} form of expansion is supported")
-        elif kind in ("command_substitution", "process_substitution"):
-            if not self.syntax.substitutions:
-                raise self.refuse(node, "command and process substitution are not enabled")
-            self.block(node, piped=False, depth=1)
-        elif kind == "arithmetic_expansion":
-            if not self.syntax.arithmetic:
-                raise self.refuse(node, "arithmetic expansion is not enabled")
-            self.arithmetic(node)
-        elif kind == "brace_expression":
-            if not self.syntax.braces:
-                raise self.refuse(node, "brace expansion is not enabled")
-        elif kind in ("ansi_c_string", "translated_string"):
-            raise self.refuse(node, "$'...' and $\"...\" quoting are not supported")
-        else:
-            raise self.refuse(node, f"{kind.replace('_', ' ')} is not supported here")
-
-    def arithmetic(self, node: Node) -> None:
-        """Literal numbers and operators only.
-
-        Bash evaluates a variable's *value* as an expression wherever arithmetic names it
-        (``x``, ``$x``, ``${x}``), and an array subscript in that value runs command
-        substitutions: ``y='a[$(cmd)]'; echo $((y))`` runs ``cmd``. A value set by an
-        earlier command of the session cannot be proven harmless here, so no variable may
-        appear in arithmetic at all.
-        """
-        self.gaps(node, newlines=True)
-        for child in node.named_children:
-            if child.type in ("number", "variable_name"):
-                if not _NUMBER.fullmatch(self.text(child)):
-                    raise self.refuse(
-                        child,
-                        "a variable in arithmetic (bash evaluates its value as an expression, "
-                        "which can run commands); only number literals are allowed",
-                    )
-            elif child.type in ("simple_expansion", "expansion"):
-                raise self.refuse(
-                    child,
-                    "an expansion in arithmetic (bash evaluates the value as an expression, "
-                    "which can run commands); only number literals are allowed",
-                )
-            elif child.type in _ARITHMETIC:
-                self.arithmetic(child)
-            else:
-                raise self.refuse(child, "only number literals and operators in arithmetic")
-
     # -- what lies between the nodes -------------------------------------------------------
 
     def gaps(self, node: Node, *, newlines: bool) -> None:
@@ -397,15 +283,6 @@ class _Walker:
             cursor = child.end_byte
         if node.child_count:
             self.blank(cursor, node.end_byte, newlines=newlines)
-
-    def adjacent(self, node: Node) -> None:
-        cursor = node.start_byte
-        for child in node.children:
-            if child.start_byte != cursor or not child.is_named:
-                raise self.refuse(node, "an unusual word")
-            cursor = child.end_byte
-        if cursor != node.end_byte:
-            raise self.refuse(node, "an unusual word")
 
     def blank(self, start: int, end: int, *, newlines: bool) -> None:
         i = start

@@ -15,6 +15,10 @@ name, passes that program's argument rules (:mod:`._programs`), assigns no prote
 variable and redirects only where the syntax settings allow. The first refusal is raised
 as :class:`ShellPolicyViolation` naming the offending part.
 
+The syntax switches left unset are decided by the mode when the policy is built (see
+:class:`ShellSyntax`): under bubblewrap, globs, loops, conditionals, test commands and
+here-documents pass by default, since the workspace is the only host data they can reach.
+
 A policy's settings are fixed when it is built, so it keeps its verdicts on the last
 :data:`CACHED_VERDICTS` command texts it decided: the same text checked again (by the
 runtime's security check and then by the tool, or by a model that repeats itself) is
@@ -30,7 +34,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
-from ._config import ShellConfig, ShellSyntax
+from ._config import ShellConfig, ShellMode, ShellSyntax
 from ._env import protected_env_reason
 from ._names import (
     INTERPRETERS,
@@ -39,14 +43,16 @@ from ._names import (
     UNCHECKED_RUNNERS,
 )
 from ._parse import parse_command
-from ._programs import RULES, Script
-from ._words import Redirect, ShellPolicyViolation, SimpleCommand
+from ._programs import RULES, TAKES_UNKNOWN, Script, Unknown
+from ._words import GLOB, Redirect, ShellPolicyViolation, SimpleCommand, Word
 
 MAX_SCRIPT_NESTING = 4
 CACHED_VERDICTS = 256
 """How many command texts a policy remembers its verdict on."""
 _WRITES = frozenset({">", ">>", "&>", "&>>", ">|", "<>", ">&"})
 _DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin"})
+_TEST_BUILTINS = frozenset({"test", "["})
+_LOOP_BUILTINS = frozenset({"break", "continue"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,19 +73,27 @@ class ShellPolicy:
         syntax: ShellSyntax | None = None,
         *,
         workspace: str = "/workspace",
+        mode: ShellMode = ShellMode.SANDBOXED,
     ) -> None:
+        self._syntax = (syntax or ShellSyntax()).for_mode(mode)
+        if self._syntax.test_commands:
+            allowed |= _TEST_BUILTINS
+        if self._syntax.control_flow:
+            allowed |= _LOOP_BUILTINS
         self._allowed = allowed
-        self._syntax = syntax or ShellSyntax()
         self._workspace = workspace.rstrip("/") or "/"
         self._verdicts: dict[str, ShellVerdict | tuple[str, str]] = {}
         """Command text -> its verdict, or the refused part and the reason; oldest first."""
 
     @property
     def allowed(self) -> frozenset[str]:
+        """The allowlist, with the builtins its syntax switches bring (``test``, ``[``,
+        ``break``, ``continue``)."""
         return self._allowed
 
     @property
     def syntax(self) -> ShellSyntax:
+        """The syntax settings, every switch decided for the mode."""
         return self._syntax
 
     @property
@@ -89,7 +103,7 @@ class ShellPolicy:
 
     @classmethod
     def from_config(cls, config: ShellConfig, *, workspace: str = "/workspace") -> ShellPolicy:
-        return cls(config.allowed, config.syntax, workspace=workspace)
+        return cls(config.allowed, config.syntax, workspace=workspace, mode=config.mode)
 
     def check(self, command: str) -> ShellVerdict:
         """The verdict for ``command``; raises :class:`ShellPolicyViolation` to refuse."""
@@ -146,11 +160,16 @@ class ShellPolicy:
             )
         args: list[str] = []
         for word in cmd.argv[1:]:
-            if word.value is None:
+            if word.value is not None:
+                args.append(word.value)
+            elif name in TAKES_UNKNOWN and (
+                word.dashless or (word.test_operand and name in _TEST_BUILTINS)
+            ):
+                args.append(Unknown(word.text))
+            else:
                 raise ShellPolicyViolation(
                     word.text, f"{name} has argument rules; its arguments must be literal"
                 )
-            args.append(word.value)
         for inner in rule(cmd, args):
             if isinstance(inner, Script):
                 self._script(inner.text, programs, nesting=nesting + 1)
@@ -185,13 +204,11 @@ class ShellPolicy:
             return
         if op in (">&", "<&") and target is not None and target.value in ("0", "1", "2", "-"):
             return
-        if target is None or target.value is None:
-            raise ShellPolicyViolation(redirect.text, "a redirection target must be a literal path")
         if op == "<&":
             raise ShellPolicyViolation(
                 redirect.text, "only descriptors 0, 1 and 2 may be duplicated"
             )
-        path = target.value
+        path = self._target(redirect, target)
         if path in _DEVICES:
             return
         parts = path.split("/")
@@ -205,6 +222,25 @@ class ShellPolicy:
                 )
         if op in _WRITES and ".git" in parts:
             raise ShellPolicyViolation(redirect.text, "writing into .git is refused")
+
+    def _target(self, redirect: Redirect, target: Word | None) -> str:
+        """A redirection's path: a literal, or a glob that can match no dot-name.
+
+        Bash expands a glob target when it matches one file. A component that starts
+        with a character other than ``.`` and ``[`` never matches a name starting with a
+        dot (``dotglob`` stays off: ``shopt`` is refused), so no match is ``.``, ``..``
+        or ``.git``, and the literal components decide where the path leads.
+        """
+        if target is not None and target.value is not None:
+            return target.value
+        if target is None or target.shape is None or not self.syntax.globs:
+            raise ShellPolicyViolation(redirect.text, "a redirection target must be a literal path")
+        for part in target.shape.split("/"):
+            if GLOB & set(part) and part[:1] in (".", "["):
+                raise ShellPolicyViolation(
+                    redirect.text, "a glob in a redirection target may not start with '.' or '['"
+                )
+        return target.shape
 
 
 def _reads_stdin(cmd: SimpleCommand) -> bool:

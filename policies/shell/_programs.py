@@ -8,8 +8,9 @@ runners' live beside it (:mod:`._git`, :mod:`._runners`), the shared helpers in
 
 from __future__ import annotations
 
+from ._env import protected_env_reason
 from ._git import git_rule
-from ._rules import Inner, Rule, Script, long_hit, options, refuse
+from ._rules import Inner, Rule, Script, Unknown, long_hit, options, refuse
 from ._runners import (
     builtin_rule,
     command_rule,
@@ -26,7 +27,7 @@ from ._runners import (
 from ._sed import check_sed_script
 from ._words import SimpleCommand
 
-__all__ = ["RULES", "Inner", "Rule", "Script"]
+__all__ = ["RULES", "TAKES_UNKNOWN", "Inner", "Rule", "Script", "Unknown"]
 
 
 def _sort(cmd: SimpleCommand, args: list[str]) -> list[Inner]:
@@ -77,6 +78,7 @@ def _sed(cmd: SimpleCommand, args: list[str]) -> list[Inner]:
                     if i >= len(args):
                         raise refuse("sed", arg, "a missing script")
                     value, i = args[i], i + 1
+                _literal_script("sed", value)
                 scripts.append(value)
             elif name == "line-length" and not eq:
                 i += 1
@@ -97,6 +99,7 @@ def _sed(cmd: SimpleCommand, args: list[str]) -> list[Inner]:
                             raise refuse("sed", arg, f"-{letter} needs a value")
                         value, i = args[i], i + 1
                     if letter == "e":
+                        _literal_script("sed", value)
                         scripts.append(value)
                     break
                 if letter == "f":
@@ -109,6 +112,7 @@ def _sed(cmd: SimpleCommand, args: list[str]) -> list[Inner]:
     if not scripts:
         if not operands:
             raise refuse("sed", cmd.text, "no script")
+        _literal_script("sed", operands[0])
         scripts.append(operands[0])
     # sed joins its -e scripts with newlines: each is read alone and as the whole
     for script in (*scripts, "\n".join(scripts)) if len(scripts) > 1 else scripts:
@@ -139,6 +143,7 @@ def _awk(cmd: SimpleCommand, args: list[str]) -> list[Inner]:
         elif arg in ("-e", "--source"):
             if i >= len(args):
                 raise refuse("awk", arg, "a missing program")
+            _literal_script("awk", args[i])
             programs.append(args[i])
             i += 1
         elif arg.startswith("--source="):
@@ -154,6 +159,7 @@ def _awk(cmd: SimpleCommand, args: list[str]) -> list[Inner]:
     if not programs:
         if not operands:
             raise refuse("awk", cmd.text, "no program")
+        _literal_script("awk", operands[0])
         programs.append(operands[0])
     for program in programs:
         for needle, reason in _AWK_TEXT_REFUSALS:
@@ -171,7 +177,14 @@ _TAR_SHORT = frozenset("IF")
 
 def _tar(cmd: SimpleCommand, args: list[str]) -> list[Inner]:
     force_local = "--force-local" in args
+    values = _tar_values(args)
     for position, arg in enumerate(args):
+        if isinstance(arg, Unknown):
+            if position == 0 or position in values:
+                raise refuse(
+                    "tar", arg, "a glob or variable may only name members (not an option's value)"
+                )
+            continue
         if arg == "--":
             break
         hit = long_hit(arg, _TAR_LONG)
@@ -187,19 +200,78 @@ def _tar(cmd: SimpleCommand, args: list[str]) -> list[Inner]:
     return []
 
 
+_TAR_VALUES = frozenset("fCTXbgKNVLHIF")
+"""Short options of GNU tar that take a value."""
+
+
+def _tar_values(args: list[str]) -> set[int]:
+    """Positions of ``args`` that may be an option's value (a long option without ``=``
+    is taken to have one)."""
+    values: set[int] = set()
+    pending = 0
+    for position, arg in enumerate(args):
+        if pending:
+            values.add(position)
+            pending -= 1
+        elif arg == "--":
+            break
+        elif isinstance(arg, Unknown):
+            continue
+        elif arg.startswith("--"):
+            pending = 0 if "=" in arg else 1
+        elif arg.startswith("-"):
+            letters = arg[1:]
+            first = next((j for j, c in enumerate(letters) if c in _TAR_VALUES), None)
+            pending = 1 if first == len(letters) - 1 else 0  # else its value is attached
+        elif position == 0:  # old-style `tar czf NAME`: each value letter takes a word
+            pending = sum(c in _TAR_VALUES for c in arg)
+    return values
+
+
 def _printf(cmd: SimpleCommand, args: list[str]) -> list[Inner]:
     if args and args[0].startswith("-v"):
         raise refuse("printf", args[0], "-v assigns a variable")
     return []
 
 
+def _test(cmd: SimpleCommand, args: list[str]) -> list[Inner]:
+    name = cmd.argv[0].value or "test"
+    for arg in args:
+        if arg in ("-v", "-R") and not isinstance(arg, Unknown):
+            raise refuse(name, arg, f"{arg} evaluates a variable's subscript (it can run commands)")
+    return []
+
+
+def _export(cmd: SimpleCommand, args: list[str]) -> list[Inner]:
+    for arg in args:
+        if arg.startswith("-"):
+            raise refuse("export", arg, "export takes NAME or NAME=value only (no options)")
+        reason = protected_env_reason(arg.split("=", 1)[0])
+        if reason is not None:
+            raise refuse("export", arg, reason)
+    return []
+
+
+def _literal_script(program: str, script: str) -> None:
+    if isinstance(script, Unknown):
+        raise refuse(program, script, "its program must be literal (a glob or variable is not)")
+
+
 RULES: dict[str, Rule] = {
     "sort": _sort, "find": _find, "sed": _sed, "awk": _awk, "gawk": _awk, "mawk": _awk,
-    "nawk": _awk, "tar": _tar, "printf": _printf, "git": git_rule, "env": env_rule,
+    "nawk": _awk, "tar": _tar, "printf": _printf, "test": _test, "[": _test,
+    "export": _export, "git": git_rule, "env": env_rule,
     "timeout": timeout_rule, "nice": nice_rule, "nohup": nohup_rule, "time": time_rule,
     "xargs": xargs_rule, "eval": eval_rule, "exec": exec_rule, "command": command_rule,
     "builtin": builtin_rule,
     **{shell: shell_rule for shell in ("sh", "bash", "dash", "ash", "ksh", "mksh", "rbash",
                                        "yash", "zsh", "fish")},
 }  # fmt: skip
-"""Programs whose arguments are checked; they get only literal arguments."""
+"""Programs whose arguments are checked; they get only literal arguments, but for the
+:data:`TAKES_UNKNOWN` ones."""
+
+TAKES_UNKNOWN = frozenset(
+    {"sort", "find", "sed", "awk", "gawk", "mawk", "nawk", "tar", "printf", "test", "[", "git"}
+)
+"""Rules that read :class:`Unknown` arguments themselves (as operands, never as a program
+or an option's value where that matters)."""

@@ -1,6 +1,8 @@
 """What the per-program rules share: their result type and option-reading helpers.
 
-A rule sees a simple command whose arguments are all literal and either refuses it
+A rule sees a simple command whose arguments are all literal -- or, for the rules that
+say they handle them, :class:`Unknown` where a word cannot be known but can never be an
+option -- and either refuses it
 (naming the option) or returns what the command will run in turn -- another simple
 command (``timeout 5 git status``) or a script to parse (``bash -c '...'``) -- which the
 policy checks like any other. Long options are matched the way getopt matches them, by
@@ -13,6 +15,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ._words import ShellPolicyViolation, SimpleCommand
+
+
+class Unknown(str):
+    """An argument whose value is unknown but never an option: a glob such as
+    ``src/*.py`` or a quoted loop variable (bash may make several words of a glob, each
+    starting with the same known character). Its text as written stands in for it."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ idea of a word: every character bash would treat specially, unescaped, ends the 
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -39,6 +40,16 @@ class Word:
     """As written in the command."""
     value: str | None
     """After quote removal; ``None`` when an expansion makes it unknowable."""
+    shape: str | None = None
+    """For a word whose only expansion is a glob: its text after quote removal, the glob
+    characters kept (a quoted ``*`` reads as a glob here too, which only ever refuses more)."""
+    dashless: bool = False
+    """Its value is unknown, but every word bash makes of it starts with a character other
+    than ``-``: no word splitting, and a first character known not to be ``-``. Such a word
+    can never be read as an option."""
+    test_operand: bool = False
+    """Its value is unknown, but no word bash makes of it is ``-v`` or ``-R``, the operators
+    through which ``test`` evaluates an array subscript (true of every dashless word)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +132,37 @@ def decode_unquoted(text: str, syntax: ShellSyntax) -> str | None:
         out.append(_printable(c, text))
         i += 1
     return None if unknown else "".join(out)
+
+
+def unquoted_shape(text: str) -> str | None:
+    """The text of an unquoted word already passed by :func:`decode_unquoted`, backslashes
+    removed and glob characters kept; ``None`` if tilde or brace expansion applies too."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\":
+            if text[i + 1 : i + 2] != "\n":
+                out.append(text[i + 1 : i + 2])
+            i += 2
+            continue
+        if c in "{}" or (c == "~" and (i == 0 or text[i - 1] in "=:")):
+            return None
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def starts_dashless(shape: str) -> bool:
+    """Whether every match of a glob of this shape starts with a known character, not ``-``."""
+    return bool(shape) and shape[0] not in "-" and shape[0] not in GLOB
+
+
+def never_a_subscript_test(shape: str) -> bool:
+    """Whether no match of a glob of this shape can be ``-v`` or ``-R``."""
+    if "[" in shape:  # bash's bracket expressions differ from fnmatch's: judge by the start
+        return starts_dashless(shape)
+    return not any(fnmatch.fnmatchcase(operator, shape) for operator in ("-v", "-R"))
 
 
 def decode_double_quoted(text: str) -> str | None:

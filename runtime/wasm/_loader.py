@@ -15,6 +15,7 @@ connections, opened on first use too); they exist while both ``[state]`` and
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from contextlib import AsyncExitStack
 
@@ -23,6 +24,7 @@ from toolcage.host_bindings import (
     Channel,
     HostBinding,
     HostBindings,
+    HttpBinding,
     RateLimiter,
     StateServices,
 )
@@ -30,13 +32,13 @@ from toolcage.host_bindings._schedules import ScheduleBooks
 from toolcage.policies import ConfigError, MountPolicy, ToolcageConfig, ToolLimits, ToolLimitsTable
 
 from .._threads import run_in_worker
-from .._tool import Tool
+from .._tool import FunctionDecl, Tool
 from ._capi import define_raw_func
 from ._engine import WasmEngine
 from ._modules import ModuleCache
 from ._operator_tools import OperatorTool, operator_tools
 from ._runner import GuestLimits, LinkError, WasmToolRunner, _link
-from ._tool import NON_BINDING_NEEDS, WasmTool, discover_specs
+from ._tool import NON_BINDING_NEEDS, WasmTool, WasmToolSpec, discover_specs
 
 DEFAULT_MEMORY_BYTES = 64 << 20
 DEFAULT_OUTPUT_BYTES = 1 << 20
@@ -118,12 +120,25 @@ def wasm_builtins(
     for spec in specs:
         name = spec.decl.name
         granted = bindings.granted(name, [n for n in spec.needs if n not in NON_BINDING_NEEDS])
+        spec = _with_secret_note(spec, granted)
         tools.append(
             WasmTool(spec, runner, mounts, bindings=granted, limits=limits[name], channel=channel)
         )
     for tool in own:
         tools.append(_operator_tool(tool, runner, bindings, mounts, limits, channel))
     return tools
+
+
+def _with_secret_note(spec: WasmToolSpec, granted: list[HostBinding]) -> WasmToolSpec:
+    """``spec`` with the configured secrets' names added to its description when its guest
+    sends HTTP requests (a tool with a ``headers`` argument may name them in placeholders)."""
+    http = next((b for b in granted if isinstance(b, HttpBinding)), None)
+    takes_headers = "headers" in spec.decl.parameters.get("properties", {})
+    note = http.describe_secrets(takes_headers=takes_headers) if http is not None else ""
+    if not note:
+        return spec
+    decl = FunctionDecl(spec.decl.name, f"{spec.decl.description}\n\n{note}", spec.decl.parameters)
+    return dataclasses.replace(spec, decl=decl)
 
 
 def _operator_tool(

@@ -206,7 +206,7 @@ def raw_exec(daemon: Daemon, command: str, **extra: Any) -> dict[str, Any]:
 
 
 def test_the_corpus_is_large_enough() -> None:
-    assert len(CASES) >= 150
+    assert len(CASES) >= 590
     assert CORPUS["count"] == len(CASES)
 
 
@@ -304,6 +304,18 @@ def test_a_raw_client_on_the_socket_meets_the_same_refusal(
         assert reply["ok"] is False, reply
         assert reply["error"]["code"] == expected, reply
     assert not (daemon.workspace / "SENTINEL_RAN").exists()
+
+
+async def test_an_endless_loop_is_stopped_at_its_timeout(corpus_daemon: Daemon) -> None:
+    """``while true`` passes the default policy; the command's timeout kills it."""
+    async with corpus_daemon.client() as client:
+        session = "loop-" + uuid.uuid4().hex[:6]
+        looped = await client.request(
+            "exec", session=session, command="while true; do true; done", timeout=1
+        )
+        assert looped["timed_out"], looped
+        after = await client.request("exec", session=session, command="echo alive", timeout=30)
+        assert after["stdout"] == "alive\n", after
 
 
 class TestArithmeticAcrossCalls:

@@ -28,7 +28,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 from toolcage.host_bindings import EgressClient, HttpFailure
-from toolcage.policies import EgressConfig, EgressPolicy
+from toolcage.policies import EgressConfig, EgressPolicy, Secret, SecretConfig, SecretPolicy
 from toolcage.policies._config import parse_config
 from toolcage.policies._hosts import host_problem
 from toolcage.runtime import Runtime
@@ -378,3 +378,96 @@ class TestBadRedirects:
             _via(redirector, location)
         assert info.value.kind == "execution_error"
         assert f"the Location {location!r} is not a URL" in info.value.message
+
+
+SECRET_REDIRECTS: list[str] = CORPUS["secret_redirects"]
+BOUND_VALUE = "ssrf-suite-credential-0123456789"
+
+
+class _HeaderRecorder(BaseHTTPRequestHandler):
+    """Answers 200 to everything and records the request line and headers it got; under
+    ``/go?to=URL`` it redirects to URL instead."""
+
+    seen: ClassVar[list[str]]
+
+    def do_GET(self) -> None:
+        self.seen.append(f"{self.requestline}\n{self.headers}")
+        target = parse_qs(urlsplit(self.path).query).get("to", [""])[0]
+        if urlsplit(self.path).path == "/go" and target:
+            self.send_response(302)
+            self.send_header("Location", target)
+        else:
+            self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _header_recorder() -> Iterator[tuple[int, list[str]]]:
+    """A recording server on 127.0.0.1: its port, and what it has seen."""
+    seen: list[str] = []
+    handler = type("Handler", (_HeaderRecorder,), {"seen": seen})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1], seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+Recorded = tuple[int, list[str]]
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[tuple[Recorded, Recorded]]:
+    """A redirector (``/go?to=URL``) and a sink, both recording the headers they get."""
+    with _header_recorder() as redirector, _header_recorder() as sink:
+        yield redirector, sink
+
+
+class TestSecretsAcrossRedirects:
+    """A secret bound to the redirector's exact host and port: a hop to another port never
+    carries it, however the ``Location`` spells the other host; the hop is made (the sink
+    is allowed by the egress policy) or refused, never with the credential. (A Location
+    that an HTTP client reads as the redirector itself gets it: that is where it is bound.)"""
+
+    def test_corpus_has_secret_redirects(self) -> None:
+        assert len(SECRET_REDIRECTS) >= 15
+
+    @pytest.mark.parametrize("location", SECRET_REDIRECTS)
+    def test_the_hop_does_not_carry_it(
+        self, location: str, servers: tuple[Recorded, Recorded]
+    ) -> None:
+        (own, at_self), (sink, at_sink) = servers
+        at_self.clear()
+        at_sink.clear()
+        config = SecretConfig(
+            from_env="UNUSED",
+            hosts=[f"127.0.0.1:{own}"],
+            schemes=["http"],
+            header="Authorization",
+            format="Bearer {value}",
+        )
+        secrets = SecretPolicy([Secret("api", config, BOUND_VALUE)])
+        policy = EgressPolicy(
+            EgressConfig(private_exceptions=(f"127.0.0.1:{own}", f"127.0.0.1:{sink}"))
+        )
+        client = EgressClient(policy, resolver=RESOLVER, secrets=secrets)
+        target = location.replace("{sink}", str(sink)).replace("{self}", str(own))
+        url = f"http://127.0.0.1:{own}/go?" + urlencode({"to": target})
+        assert BOUND_VALUE not in _outcome(client, url)
+        assert BOUND_VALUE in at_self[0]  # control: the redirector itself got it
+        assert not any(BOUND_VALUE in seen for seen in at_sink), at_sink
+
+
+def _outcome(client: EgressClient, url: str) -> str:
+    """What the request brought back: the response, or the failure's message."""
+    try:
+        return repr(client.request("http_request", "GET", url, {}, b"", _deadline()))
+    except HttpFailure as failure:
+        return failure.message

@@ -178,11 +178,7 @@ class TestWebFetch:
         result = run("web_fetch", url=server.url + "/pathological.html")
         assert result["ok"] is True
         text = result["text"]
-        assert "deep" in text
-        assert "\ufffd \ufffd &bogus; &#; & <3 <3 a < b" in text
-        assert "after quote" in text
-        assert "gone" not in text
-        assert text.count("```") == 2  # nested <pre> is one block, closed at the end
+        assert text == "[the page was cut here: its elements nest more than 1024 deep]"
 
     def test_progress_becomes_update_events(self, run: Runner, server: Server) -> None:
         run("web_fetch", url=server.url + "/page.html")

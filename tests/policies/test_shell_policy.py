@@ -16,6 +16,7 @@ from toolcage.policies._config import parse_config
 from toolcage.policies.shell._sed import check_sed_script
 
 DEFAULT = ShellPolicy.from_config(ShellConfig())
+HOST = ShellPolicy.from_config(ShellConfig(mode="host"))
 
 
 def refused(command: str, policy: ShellPolicy = DEFAULT) -> ShellPolicyViolation:
@@ -64,9 +65,6 @@ class TestWordOnlyDefault:
             ('echo "`id`"', "`id`"),
             ("cat <(ls)", "<(ls)"),
             ("echo $((1+2))", "$((1+2))"),
-            ("ls *.py", "*.py"),
-            ("ls file?", "file?"),
-            ("ls [ab]", "["),
             ("ls ~", "~"),
             ("echo {a,b}", "{"),
             ("echo $'\\x41'", "$'\\x41'"),
@@ -77,12 +75,10 @@ class TestWordOnlyDefault:
             ("sleep 1 &", "&"),
             ("(ls)", "(ls)"),
             ("{ ls; }", "{ ls; }"),
-            ("cat <<EOF\nx\nEOF", "<<EOF\nx\nEOF"),
-            ("cat <<< hi", "<<< hi"),
-            ("! ls", "! ls"),
-            ("if true; then ls; fi", "if true; then ls; fi"),
+            ("cat <<EOF\n$x\nEOF", "EOF"),
             ("f() { ls; }", "f() { ls; }"),
-            ("[ -f x ]", "[ -f x ]"),
+            ("select x in a; do ls; done", "select"),
+            ("for ((i=0; i<3; i++)); do ls; done", "for ((i=0; i<3; i++)); do ls; done"),
         ],
     )
     def test_everything_else_is_refused_and_named(self, command: str, part: str) -> None:
@@ -107,6 +103,26 @@ class TestWordOnlyDefault:
     )
     def test_what_the_parser_and_bash_could_read_differently_is_refused(self, command: str) -> None:
         refused(command)
+
+    @pytest.mark.parametrize(
+        ("command", "part"),
+        [
+            ("ls *.py", "*.py"),
+            ("ls file?", "file?"),
+            ("ls [ab]", "["),
+            ("cat <<EOF\nx\nEOF", "<<EOF\nx\nEOF"),
+            ("cat <<< hi", "<<< hi"),
+            ("! ls", "! ls"),
+            ("if true; then ls; fi", "if true; then ls; fi"),
+            ("[ -f x ]", "[ -f x ]"),
+            ("test -f x", "test"),
+            ("for f in a b; do echo; done", "for f in a b; do echo; done"),
+        ],
+    )
+    def test_sandbox_defaults_stay_off_in_host_mode(self, command: str, part: str) -> None:
+        DEFAULT.check(command)
+        violation = refused(command, HOST)
+        assert violation.part == part, violation
 
     def test_an_empty_command_is_refused(self) -> None:
         assert refused("   # nothing").reason == "no command to run"
@@ -138,10 +154,12 @@ class TestSyntaxSwitches:
         assert "not enabled" in refused("ls > out", with_syntax(redirections="none")).reason
         assert with_syntax(redirections="any").check("ls > /etc/x").programs == ("ls",)
 
-    def test_heredocs_need_a_quoted_delimiter(self) -> None:
+    def test_heredocs_expand_nothing(self) -> None:
         policy = with_syntax(heredocs=True)
         assert policy.check("cat <<'EOF'\n$HOME is literal\nEOF\n").programs == ("cat",)
-        assert "quoted" in refused("cat <<EOF\n$(id)\nEOF\n", policy).reason
+        assert policy.check("cat <<EOF\nplain text\nEOF\n").programs == ("cat",)
+        assert "unquoted delimiter" in refused("cat <<EOF\n$(id)\nEOF\n", policy).reason
+        assert "unquoted delimiter" in refused("cat <<EOF\na \\\nb\nEOF\n", policy).reason
 
     def test_assignments_can_be_switched_off(self) -> None:
         assert "not enabled" in refused("A=1 ls", with_syntax(assignments=False)).reason

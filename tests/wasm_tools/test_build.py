@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 import wasmtime
 from toolcage.wasm_tools.build import (
+    LEXBOR,
     TOOLS,
     build_all,
     build_cached,
     cache_root,
+    tool_job,
     zig_environment,
     zig_version,
 )
@@ -53,6 +55,20 @@ class TestBuildAll:
             for run in runs:
                 assert {path.stem for path in run.result()} == TOOL_NAMES
         assert_modules(tmp_path)  # no temporary file left behind
+
+    def test_a_tool_compiles_and_depends_on_its_own_files_and_its_library(self) -> None:
+        job, inputs = tool_job(TOOLS / "web_fetch.c", Path("web_fetch.wasm"))
+        parser = LEXBOR.source / "lexbor" / "html" / "parser"
+        assert {TOOLS / "web_fetch" / "markdown.c", parser.with_suffix(".c")} <= set(job.sources)
+        assert LEXBOR.source in job.include
+        assert job.defines == ("LEXBOR_STATIC",)
+        # headers change the module too; a directory's time, a file added or removed
+        assert {TOOLS / "web_fetch" / "markdown.h", parser.with_suffix(".h")} <= set(inputs)
+        assert {TOOLS / "web_fetch", parser.parent} <= set(inputs)
+
+    def test_only_the_tool_that_names_a_library_links_it(self) -> None:
+        job, inputs = tool_job(TOOLS / "file_read.c", Path("file_read.wasm"))
+        assert not any(LEXBOR.source in path.parents for path in [*job.sources, *inputs])
 
     def test_the_command_rebuilds_nothing_in_an_up_to_date_tree(self) -> None:
         command = [sys.executable, "-m", "toolcage.wasm_tools.build"]

@@ -287,7 +287,6 @@ static int read_arguments(tc_buf *in) {
 /* Where the result document is left for the host (see tc_tool_main). */
 static const char *result_data;
 static size_t result_size;
-
 /* The structured parts of a successful result: the details object without its closing
  * brace, the display line, the artifact array without its closing bracket. */
 static tc_buf details_json, display_line, artifacts_json;
