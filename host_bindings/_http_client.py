@@ -241,6 +241,7 @@ class EgressClient:
         except SecretMisuse as exc:
             raise self._failure("validation_error", f"secrets: {exc}") from None
         except RateLimited as exc:
+            _report_decision("rate_limit", False, exc.message)
             raise HttpFailure("permission_denied", exc.message) from None
         except StoreError as exc:
             raise HttpFailure("execution_error", f"byte quotas cannot be counted: {exc}") from None
@@ -441,9 +442,14 @@ def _with_secrets(
 
 def _report_egress(allowed: bool, reason: str) -> None:
     """Tell whatever observes the running call what the egress policy decided."""
+    _report_decision("egress", allowed, reason)
+
+
+def _report_decision(policy: str, allowed: bool, reason: str) -> None:
+    """Tell whatever observes the running call what ``policy`` decided."""
     state = current_call.get(None)
     if state is not None and state.decide is not None:
-        state.decide("egress", allowed, reason)
+        state.decide(policy, allowed, reason)
 
 
 def _timeout(connect: float, read: float, deadline: float) -> httpx.Timeout:

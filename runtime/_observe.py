@@ -84,8 +84,11 @@ class CallTrace:
         """The arguments as decoded (as given, when they did not decode)."""
         self.tier: SafetyTier | None = None
         """The tool's tier, once the tool was found."""
-        self.steps: list[tuple[str, float]] = [("lookup", self.started)]
-        """Each pipeline step entered, with its ``perf_counter`` time."""
+        self.steps: list[tuple[str, float]] = []
+        """Each pipeline step entered, with its ``perf_counter`` time: ``approval`` (the
+        safety gate), ``policy_checks`` and ``execute``. What comes before the first (the
+        lookup, decoding, before hooks) begins with the call; what follows the last (bounding
+        the result, after hooks) ends with it."""
         self.decisions: list[PolicyDecision] = []
         self.result: ToolResult | None = None
         """The result the caller got, once the call ended."""
@@ -107,7 +110,6 @@ class CallTrace:
         """The tool exists and its arguments decoded."""
         self.tier = tool.safety_tier
         self.arguments = arguments
-        self.step("before_hooks")
 
     async def admit(
         self,
@@ -125,7 +127,6 @@ class CallTrace:
             raise
         if how is not None:
             self._approval(PolicyDecision("approval", True, how))
-        self.step("validate")
 
     def check(
         self,
@@ -162,7 +163,7 @@ class CallTrace:
             try:
                 observer.call_ended(self)
             except Exception:
-                logger.exception("a call observer failed when %s ended", self.call.name)
+                _observer_failed("end", self.call)
 
     def _approval(self, decision: PolicyDecision) -> None:
         self.decisions.append(decision)
@@ -170,7 +171,17 @@ class CallTrace:
             try:
                 observer.approval_decided(self, decision)
             except Exception:
-                logger.exception("a call observer failed on the approval of %s", self.call.name)
+                _observer_failed("approval", self.call)
+
+
+def _observer_failed(stage: str, call: ToolCall) -> None:
+    """Log the exception an observer raised at ``stage`` of ``call`` (and go on)."""
+    logger.exception(
+        "a call observer failed at the %s of %s",
+        stage,
+        call.name,
+        extra={"event": "observer.failed", "stage": stage, "tool": call.name, "call_id": call.id},
+    )
 
 
 class CallObserver:
@@ -210,5 +221,5 @@ class Observation:
             try:
                 observer.call_started(trace)
             except Exception:
-                logger.exception("a call observer failed when %s started", call.name)
+                _observer_failed("start", call)
         return trace

@@ -4,7 +4,8 @@ It runs right after approval. A tool no limit names costs one dictionary lookup;
 limited one costs one statement on the state store. The embedded store answers on the
 event loop's own thread when it can do so without waiting (no other writer holds the
 file); otherwise, and always for a libSQL server, the store is asked from a worker thread,
-so the event loop never waits on a lock or the network.
+so the event loop never waits on a lock or the network. When the call is observed (the
+audit log, telemetry), a refusal is recorded as the ``rate_limit`` policy's decision.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from toolcage.policies import ConfigError, ToolcageConfig
 from toolcage.policies._rate_limits import CLASSES, METERED_NEEDS
 
 from ._errors import PermissionDeniedError, ToolExecutionError
+from ._observe import current_trace
 from ._threads import run_in_worker
 from ._tool import DeclaresNeeds, Tool, ToolExecutionContext
 
@@ -48,6 +50,9 @@ class RateLimitStep:
             except WouldWait:
                 await run_in_worker(lambda: limiter.admit(rules, user_id, agent_id))
         except RateLimited as exc:
+            trace = current_trace()
+            if trace is not None:
+                trace.decide("rate_limit", False, exc.message)
             raise PermissionDeniedError(exc.message, details=exc.details) from None
         except StoreError as exc:
             raise ToolExecutionError(f"rate limits cannot be counted: {exc}") from None

@@ -5,15 +5,22 @@ conventions for generative AI tool execution: ``gen_ai.operation.name`` is
 ``execute_tool``, with ``gen_ai.tool.name``, ``gen_ai.tool.call.id`` and
 ``gen_ai.tool.type``; a failed call has ``error.type`` (its ``error_type``) and an error
 status. The span is a child of the caller's current span and is current while the tool
-runs, so what the tool traces nests beneath it. The pipeline's steps are its events; the
-policy decisions are attributes: ``toolcage.{policy}.allowed`` and
+runs, so what the tool traces nests beneath it. Its events mark where the pipeline's steps
+began (``approval``, ``policy_checks``, ``execute``); the agent, session, tier and the
+policy decisions are attributes set when the call ends: ``toolcage.{policy}.allowed`` and
 ``toolcage.{policy}.reason`` for each policy that decided (``approval``, ``path``,
-``shell``, ``egress``; a later verdict of the same policy, such as a redirect's, wins).
+``shell``, ``egress``, ``rate_limit``; a later verdict of the same policy, such as a
+redirect's, wins).
 
 Metrics: the counter ``toolcage.tool.calls`` and the histogram ``toolcage.tool.duration``
 (seconds), each with ``gen_ai.tool.name`` (``unknown`` for a name no tool has, which keeps
 the series bounded whatever a model writes), ``toolcage.outcome`` (``success`` or the
 ``error_type``) and ``error.type`` on failures.
+
+What the SDK does for a span is most of the cost: the start attributes are checked twice
+(by the sampler and the span), so only the four the conventions give at creation are
+passed then, the rest in one ``set_attributes`` at the end; events are added at the end
+with the times the trace kept. The metric attributes are one dict per tool and outcome.
 
 No exporter is chosen here: spans and metrics go to the providers given, or to the global
 ones the host configured (none: the API's no-op).
@@ -28,7 +35,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import metrics as otel_metrics
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanContext, SpanKind, Status, StatusCode
 
 from ._observe import CallObserver, CallTrace
 
@@ -68,25 +75,31 @@ class ToolTelemetry(CallObserver):
         self._labels: dict[tuple[str, str | None], dict[str, str]] = {}
         """The attributes of the metric points, per tool and error type (bounded: tool
         names are the registry's, error types a closed set)."""
-        self._open: dict[int, tuple[Span, object, int]] = {}
+        self._open: dict[int, tuple[Span, object | None, int]] = {}
         """Span, context token and start (ns since the epoch) of each running call."""
 
     def call_started(self, trace_: CallTrace) -> None:
         if self._tracer is None:
             return
         started_ns = time.time_ns()
+        call = trace_.call
         span = self._tracer.start_span(
-            f"execute_tool {trace_.call.name}",
+            f"execute_tool {call.name}",
             kind=SpanKind.INTERNAL,
             attributes={
                 "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": trace_.call.name,
-                "gen_ai.tool.call.id": trace_.call.id,
+                "gen_ai.tool.name": call.name,
+                "gen_ai.tool.call.id": call.id,
                 "gen_ai.tool.type": "function",
             },
             start_time=started_ns,
         )
-        token = otel_context.attach(trace.set_span_in_context(span))
+        token = None
+        if span.is_recording() or span.get_span_context() != _current_span_context():
+            # current while the tool runs, so that what it traces nests beneath it; a span
+            # that neither records nor differs from the caller's (the API without an SDK)
+            # would change nothing there
+            token = otel_context.attach(trace.set_span_in_context(span))
         self._open[id(trace_)] = (span, token, started_ns)
 
     def call_ended(self, trace_: CallTrace) -> None:
@@ -111,7 +124,8 @@ class ToolTelemetry(CallObserver):
                     span.set_status(Status(StatusCode.ERROR, error.message[:256]))
             span.end(end_time=started_ns + int(trace_.duration * 1e9))
         finally:
-            otel_context.detach(token)  # type: ignore[arg-type]  # the token attach gave
+            if token is not None:
+                otel_context.detach(token)  # type: ignore[arg-type]  # the token attach gave
 
 
 def _labels(tool: str, error_type: str | None) -> dict[str, str]:
@@ -126,10 +140,16 @@ def _labels(tool: str, error_type: str | None) -> dict[str, str]:
     return labels
 
 
+def _current_span_context() -> SpanContext:
+    return trace.get_current_span().get_span_context()
+
+
 def _describe(span: Span, trace_: CallTrace, started_ns: int, error_type: str | None) -> None:
-    """The steps of the call as events, its tier, agent, session and decisions as attributes."""
+    """The steps of the call as events; its agent, session, tier, decisions and error type
+    as attributes."""
+    started = trace_.started
     for name, at in trace_.steps:
-        span.add_event(name, timestamp=started_ns + int((at - trace_.started) * 1e9))
+        span.add_event(name, timestamp=started_ns + int((at - started) * 1e9))
     ctx = trace_.context
     attributes: dict[str, Any] = {
         "toolcage.agent_id": ctx.agent_id,

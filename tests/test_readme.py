@@ -123,3 +123,19 @@ class TestReadmeReference:
         named = set(re.findall(r"`([a-z_]+)`", table))
         listed = {row.name for row in Runtime.from_config(None).registry.listing()}
         assert listed <= named
+
+    def test_the_log_table_names_every_log_event(self) -> None:
+        table = README.read_text().split("## Logs")[1].split("\n## ")[0]
+        named = set(re.findall(r"`([a-z_]+\.[a-z_]+)`", table))
+        sources = [
+            path
+            for folder in ("runtime", "policies", "host_bindings", "sidecar")
+            for path in (ROOT / folder).rglob("*.py")
+        ]
+        logged = {
+            event
+            for path in sources
+            for event in re.findall(r'"event": "([a-z_]+\.[a-z_]+)"', path.read_text())
+        }
+        assert "observer.failed" in logged
+        assert logged <= named, sorted(logged - named)

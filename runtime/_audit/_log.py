@@ -10,9 +10,10 @@ the count is written as a ``dropped`` record of its own. A failing sink is retri
 ``retry_seconds``; the runtime logs the failure on the ``toolcage.audit`` logger once per
 streak of failures, and again when the sink recovers. :meth:`AuditLog.aclose` writes what
 is left (one last try for a failing sink) and stops the thread, waiting at most
-``close_timeout`` seconds for a sink that hangs. It first waits (``close_grace``) for the
-calls still running, which the runtime's close has stopped; a call that ends later (a host
-tool that ran on) is not recorded, which is logged once.
+``close_timeout`` seconds (:data:`CLOSE_TIMEOUT`) for a sink that hangs, whose writer is
+then left behind. It first waits (``close_grace``) for the calls still running, which the
+runtime's close has stopped; a call that ends later (a host tool that ran on) is not
+recorded, which is logged once.
 """
 
 from __future__ import annotations
@@ -36,6 +37,16 @@ logger = logging.getLogger("toolcage.audit")
 BATCH = 256
 """Records handed to the sink at once."""
 
+CLOSE_TIMEOUT = 5.0
+"""Seconds closing waits for the writer to hand what is left to the sink. A sink that
+hangs longer is left behind: the writer is a daemon thread, so it holds up neither the
+close nor the interpreter's exit, and the records it still holds are lost (logged as
+``audit.close_timed_out``)."""
+
+CLOSE_GRACE = 2.0
+"""Seconds closing waits for the calls still running to end, so that their records are
+written too."""
+
 _Item = tuple[CallTrace, PolicyDecision | None, float]
 """A finished call (no decision), or an approval decision and when it was made."""
 
@@ -53,8 +64,8 @@ class AuditLog(CallObserver):
         *,
         max_pending: int = 10_000,
         retry_seconds: float = 1.0,
-        close_timeout: float = 5.0,
-        close_grace: float = 2.0,
+        close_timeout: float = CLOSE_TIMEOUT,
+        close_grace: float = CLOSE_GRACE,
         linger_seconds: float = 0.05,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -63,6 +74,7 @@ class AuditLog(CallObserver):
         self.max_pending = max_pending
         self.retry_seconds = retry_seconds
         self.close_timeout = close_timeout
+        """How long closing waits for the writer (:data:`CLOSE_TIMEOUT`)."""
         self.close_grace = close_grace
         """How long closing waits for the calls still running to end (the runtime's close
         has stopped its guests and commands; a host tool may run on)."""
@@ -103,7 +115,10 @@ class AuditLog(CallObserver):
         if self._stopping:
             if not self._warned_closed:
                 self._warned_closed = True
-                logger.warning("audit log: closed; calls made after it closed are not recorded")
+                logger.warning(
+                    "audit log: closed; calls made after it closed are not recorded",
+                    extra={"event": "audit.closed", "tool": item[0].call.name},
+                )
             return
         if len(self._queue) + self._held >= self.max_pending:
             self._drop()
@@ -127,6 +142,7 @@ class AuditLog(CallObserver):
                 "audit log: %d records wait for the sink; further records are dropped "
                 "and counted until it takes them",
                 self.max_pending,
+                extra={"event": "audit.dropping", "max_pending": self.max_pending},
             )
 
     def _start(self) -> None:
@@ -156,7 +172,10 @@ class AuditLog(CallObserver):
                 continue  # woken by a new record; the next try of the sink is not due
             if self._flush():
                 if retry_at is not None:
-                    logger.warning("audit log: the sink works again; the held records are written")
+                    logger.warning(
+                        "audit log: the sink works again; the held records are written",
+                        extra={"event": "audit.sink_recovered"},
+                    )
                 retry_at = None
             else:
                 retry_at = self._clock() + self.retry_seconds
@@ -164,7 +183,9 @@ class AuditLog(CallObserver):
                 left_over = len(self._spool) + len(self._queue)
                 if left_over:
                     logger.error(
-                        "audit log: closed with %d records the sink did not take", left_over
+                        "audit log: closed with %d records the sink did not take",
+                        left_over,
+                        extra={"event": "audit.records_lost", "count": left_over},
                     )
                 return
 
@@ -179,7 +200,15 @@ class AuditLog(CallObserver):
                 else:
                     record = approval_record(trace, decision, at, self.redactor)
             except Exception:
-                logger.exception("audit log: cannot build the record of %s", trace.call.name)
+                logger.exception(
+                    "audit log: cannot build the record of %s",
+                    trace.call.name,
+                    extra={
+                        "event": "audit.record_failed",
+                        "tool": trace.call.name,
+                        "call_id": trace.call.id,
+                    },
+                )
                 self._held -= 1
                 continue
             self._spool.append(record)
@@ -222,11 +251,16 @@ class AuditLog(CallObserver):
     def _failed(self, exc: Exception) -> None:
         if not self._failing:
             self._failing = True
+            error = f"{type(exc).__name__}: {exc}"
             logger.error(
-                "audit log: the sink failed (%s: %s); records are held and retried every %g s",
-                type(exc).__name__,
-                exc,
+                "audit log: the sink failed (%s); records are held and retried every %g s",
+                error,
                 self.retry_seconds,
+                extra={
+                    "event": "audit.sink_failed",
+                    "error": error,
+                    "retry_seconds": self.retry_seconds,
+                },
             )
 
     async def aclose(self) -> None:
@@ -246,4 +280,5 @@ class AuditLog(CallObserver):
             logger.error(
                 "audit log: the sink did not finish within %g s; the writer is left behind",
                 self.close_timeout,
+                extra={"event": "audit.close_timed_out", "timeout": self.close_timeout},
             )

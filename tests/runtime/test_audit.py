@@ -27,6 +27,8 @@ from toolcage.runtime import (
     ToolExecutionStart,
     tool,
 )
+from toolcage.runtime._audit import AuditLog
+from toolcage.runtime._audit._log import CLOSE_TIMEOUT
 from toolcage.wasm_tools.build import build_cached
 
 from ..host_bindings.servers import serving
@@ -365,7 +367,10 @@ class TestFailingSink:
         failures = [r for r in caplog.records if "the sink failed" in r.message]
         assert len(failures) == 1
         assert failures[0].name == "toolcage.audit"
-        assert any("works again" in r.message for r in caplog.records)
+        assert getattr(failures[0], "event", None) == "audit.sink_failed"
+        assert getattr(failures[0], "error", "").startswith("IsADirectoryError: ")
+        recovered = [r for r in caplog.records if "works again" in r.message]
+        assert [getattr(r, "event", None) for r in recovered] == ["audit.sink_recovered"]
 
     async def test_a_handler_that_raises_then_recovers(self, tmp_path: Path) -> None:
         config = write_config(tmp_path, audit="retry_seconds = 0.02")
@@ -400,6 +405,36 @@ class TestFailingSink:
             assert got == []
             release.set()
             await until(lambda: len(got) == 20)
+
+    async def test_a_handler_that_never_returns_does_not_hold_the_close(
+        self, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        config = write_config(tmp_path)
+        release = threading.Event()
+        entered = threading.Event()
+
+        def handler(record: dict[str, Any]) -> None:
+            entered.set()
+            release.wait()
+
+        caplog.set_level(logging.WARNING, logger="toolcage.audit")
+        try:
+            runtime = Runtime.from_config(config, tools=HOST_TOOLS, audit=handler)
+            observation = runtime.pipeline.observation
+            assert observation is not None
+            [log] = [o for o in observation.observers if isinstance(o, AuditLog)]
+            assert log.close_timeout == CLOSE_TIMEOUT
+            log.close_timeout = 0.05  # the wait's length is not what this test is about
+            async with runtime:
+                assert not (await runtime.execute("echo", {"text": "x"})).is_error
+                await until(entered.is_set)
+            [writer] = [t for t in threading.enumerate() if t.name == "toolcage-audit"]
+            assert writer.daemon  # left behind, it holds up no exit
+            [left] = [r for r in caplog.records if "did not finish" in r.message]
+            assert getattr(left, "event", None) == "audit.close_timed_out"
+        finally:
+            release.set()
+        await until(lambda: not [t for t in threading.enumerate() if t.name == "toolcage-audit"])
 
     async def test_overflow_is_counted_and_reported_on_recovery(self, tmp_path: Path) -> None:
         config = write_config(tmp_path, audit="retry_seconds = 0.02\nmax_pending = 5")

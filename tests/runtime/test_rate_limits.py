@@ -133,6 +133,41 @@ class TestCallBucket:
         assert not (await call(limited, "lookup", as_user("bob"))).is_error
 
 
+class TestAuditRecord:
+    async def test_a_refusal_is_the_rate_limit_policys_decision(
+        self, tmp_path: Path, clock: Clock
+    ) -> None:
+        path = write_config(
+            tmp_path,
+            """
+            [rate_limits.lookups]
+            tools = ["lookup"]
+            calls = 1
+            window = 60
+
+            [audit]
+            path = "audit.jsonl"
+            """,
+        )
+        async with Runtime.from_config(path, tools=[lookup]) as runtime:
+            assert runtime.rate_limits is not None
+            runtime.rate_limits.clock = clock
+            assert not (await call(runtime, "lookup")).is_error
+            refusal = await call(runtime, "lookup")
+            refused(refusal)
+        admitted, denied = audited_calls(tmp_path)
+        assert admitted["decisions"] == []
+        assert denied["error_type"] == "permission_denied"
+        assert denied["decisions"] == [
+            {"policy": "rate_limit", "allowed": False, "reason": refusal.envelope()["message"]}
+        ]
+
+
+def audited_calls(root: Path) -> list[dict[str, Any]]:
+    lines = (root / "audit.jsonl").read_text(encoding="utf-8").splitlines()
+    return [record for record in map(json.loads, lines) if record["type"] == "call"]
+
+
 class TestKeys:
     async def test_a_limit_per_agent_is_shared_by_the_agents_users(
         self, tmp_path: Path, clock: Clock
@@ -485,6 +520,41 @@ class TestByteQuota:
             assert "retry after 60 s" in envelope["message"]
             refused(await runtime.execute("http_request", {"url": big_server.url + "/small"}))
         assert big_server.hits == ["/big"]
+
+    async def test_a_spent_quota_is_the_rate_limit_policys_decision(
+        self, tmp_path: Path, clock: Clock, big_server: Server
+    ) -> None:
+        path = write_config(
+            tmp_path,
+            """
+            [rate_limits.bytes]
+            tools = ["http_request"]
+            bytes = 1500
+            window = 60
+
+            [egress]
+            private_exceptions = ["127.0.0.1"]
+
+            [audit]
+            path = "audit.jsonl"
+            """,
+        )
+        async with Runtime.from_config(path) as runtime:
+            assert runtime.rate_limits is not None
+            runtime.rate_limits.clock = clock
+            url = big_server.url + "/small"
+            for _ in range(3):
+                await runtime.execute("http_request", {"url": url})
+        first, cut, spent = audited_calls(tmp_path)
+        assert [d["policy"] for d in first["decisions"]] == ["egress"]
+        egress, cut_by_quota = cut["decisions"]
+        assert (egress["policy"], egress["allowed"]) == ("egress", True)
+        assert cut_by_quota["policy"] == "rate_limit"
+        assert not cut_by_quota["allowed"]
+        assert cut_by_quota["reason"].startswith("the response was cut after ")
+        [quota] = spent["decisions"]
+        assert (quota["policy"], quota["allowed"]) == ("rate_limit", False)
+        assert "byte quota 'bytes' spent" in quota["reason"]
 
 
 CHILD = """

@@ -3,6 +3,7 @@ and reader, through Runtime.from_config and execute."""
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,14 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 from toolcage.policies import ConfigError
-from toolcage.runtime import Approval, CallbackApproval, Runtime, ToolTelemetry
+from toolcage.runtime import (
+    Approval,
+    CallbackApproval,
+    Runtime,
+    ToolCall,
+    ToolExecutionContext,
+    ToolTelemetry,
+)
 
 from .test_audit import HOST_TOOLS, MOUNTS
 
@@ -87,17 +95,11 @@ class TestSpans:
         assert str(attributes["gen_ai.tool.call.id"]).startswith("call_")
         assert attributes["gen_ai.tool.type"] == "function"
         assert attributes["toolcage.tool.tier"] == "read_only"
+        assert attributes["toolcage.agent_id"] == "default"
         assert "error.type" not in attributes
         assert span.status.status_code is StatusCode.UNSET
         names = [event.name for event in span.events]
-        assert names == [
-            "lookup",
-            "before_hooks",
-            "approval",
-            "validate",
-            "policy_checks",
-            "execute",
-        ]
+        assert names == ["approval", "policy_checks", "execute"]
         assert span.start_time is not None
         assert span.end_time is not None
         times = [event.timestamp for event in span.events]
@@ -152,6 +154,60 @@ class TestSpans:
         assert inner.parent is not None
         assert call.context is not None
         assert inner.parent.span_id == call.context.span_id
+
+
+class TestSampling:
+    async def test_a_dropped_span_still_parents_the_tools_work_and_the_call_is_counted(
+        self, tmp_path: Path, collected: Collected
+    ) -> None:
+        from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+        from toolcage.runtime import SafetyTier, tool
+
+        dropping = TracerProvider(sampler=ALWAYS_OFF)
+        seen: list[int] = []
+
+        @tool(safety_tier=SafetyTier.READ_ONLY)
+        async def traced() -> str:
+            """Look at the current span."""
+            from opentelemetry import trace
+
+            seen.append(trace.get_current_span().get_span_context().span_id)
+            return "ok"
+
+        telemetry = ToolTelemetry(tracer_provider=dropping, meter_provider=collected.meter_provider)
+        async with Runtime.from_config(
+            config_at(tmp_path), tools=[traced], telemetry=telemetry
+        ) as runtime:
+            assert not (await runtime.execute("traced", {})).is_error
+        dropping.shutdown()
+        assert seen[0] != 0  # the dropped span is current: what the tool traces is dropped too
+        [count] = collected.points("toolcage.tool.calls")
+        assert count.value == 1
+
+
+class FailingTelemetry(ToolTelemetry):
+    def call_ended(self, trace_: Any) -> None:
+        raise RuntimeError("exporter gone")
+
+
+class TestFailingObserver:
+    async def test_the_call_goes_on_and_the_failure_is_logged_as_an_event(
+        self, tmp_path: Path, collected: Collected, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        telemetry = FailingTelemetry(
+            tracer_provider=collected.tracer_provider, meter_provider=collected.meter_provider
+        )
+        caplog.set_level(logging.ERROR, logger="toolcage")
+        async with Runtime.from_config(
+            config_at(tmp_path), tools=HOST_TOOLS, telemetry=telemetry
+        ) as runtime:
+            call = ToolCall("echo", {"text": "hi"}, "call_observed")
+            result = await runtime.execute_call(call, ToolExecutionContext())
+        assert not result.is_error
+        [failed] = [r for r in caplog.records if getattr(r, "event", None) == "observer.failed"]
+        assert failed.levelno == logging.ERROR
+        assert (getattr(failed, "stage", None), getattr(failed, "tool", None)) == ("end", "echo")
+        assert getattr(failed, "call_id", None) == "call_observed"
 
 
 class TestMetrics:
