@@ -22,6 +22,14 @@ channel), or a ``worker`` (read-only: no channel, no state store, no writes; see
 approval it needs goes up to the first of them that has a channel (see :mod:`._approval`).
 What it sent reached the user already; the result lists the media beside its answer.
 
+The result speaks to both audiences (see :mod:`._result`): its details are what the caller
+decides on -- how the nested turn stopped, its rounds, calls and failed calls, cost and
+tokens --, its display line says so for a person ("Delegated to researcher: completed after
+2 rounds (1 call)"), and its artifacts are those of the nested turn's successful calls, a
+nested delegate's included, so the host tracks what the delegate changed as if the caller
+had. A nested call's truncation record is left out: the handle it names belongs to the
+delegate's session, where the caller cannot read it.
+
 A host tool, not a WASI guest: it opens no file, socket or process itself -- each effect
 of the nested turn is a call of another tool, run (and sandboxed) as that tool is -- and a
 guest would only pass its two strings to the host and then hold a wasm instance and a
@@ -43,11 +51,12 @@ from ._errors import (
     UsageError,
 )
 from ._model_client import ModelAPIError, ModelClient
-from ._result import ToolResult
+from ._result import ARTIFACTS_TRUNCATED, Artifact, ToolResult
 from ._tool import FunctionDecl, SafetyTier, SessionKind, ToolExecutionContext
 from .providers.base import ToolOutcome, UserMessage
 
 if TYPE_CHECKING:
+    from ._loop import TurnResult
     from ._runtime import Runtime
 
 NAME = "delegate_to_agent"
@@ -142,7 +151,42 @@ class DelegateToAgent:
             "cost": round(turn.cost, 6),
             "media": list(_media_sent(turn.calls)),
         }
-        return ToolResult.text(json.dumps(answer, ensure_ascii=False))
+        return ToolResult.text(
+            json.dumps(answer, ensure_ascii=False),
+            details=_details(name, turn),
+            display=_display(name, turn),
+            artifacts=tuple(_artifacts(turn.calls)),
+        )
+
+
+def _details(agent: str, turn: TurnResult) -> dict[str, Any]:
+    """What a caller decides on: how the nested turn ended and what it spent."""
+    return {
+        "agent": agent,
+        "stop": turn.stop.value,
+        "rounds": turn.rounds,
+        "calls": len(turn.calls),
+        "failed_calls": sum(1 for outcome in turn.calls if outcome.result.is_error),
+        "cost": round(turn.cost, 6),
+        "input_tokens": turn.usage.input_tokens,
+        "output_tokens": turn.usage.output_tokens,
+    }
+
+
+def _display(agent: str, turn: TurnResult) -> str:
+    rounds, calls = turn.rounds, len(turn.calls)
+    return (
+        f"Delegated to {agent}: {turn.stop.value} after {rounds} round{'s' * (rounds != 1)} "
+        f"({calls} call{'s' * (calls != 1)})"
+    )
+
+
+def _artifacts(calls: Sequence[ToolOutcome]) -> Iterator[Artifact]:
+    """The artifacts of the successful calls, without truncation records (see the module
+    docstring)."""
+    for outcome in calls:
+        if not outcome.result.is_error:
+            yield from (a for a in outcome.result.artifacts if a.kind != ARTIFACTS_TRUNCATED)
 
 
 def _media_sent(calls: Sequence[ToolOutcome]) -> Iterator[dict[str, Any]]:

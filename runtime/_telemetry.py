@@ -6,7 +6,8 @@ conventions for generative AI tool execution: ``gen_ai.operation.name`` is
 ``gen_ai.tool.type``; a failed call has ``error.type`` (its ``error_type``) and an error
 status. The span is a child of the caller's current span and is current while the tool
 runs, so what the tool traces nests beneath it. Its events mark where the pipeline's steps
-began (``approval``, ``policy_checks``, ``execute``); the agent, session, tier and the
+began (``approval``, ``policy_checks``, ``execute``); the agent (``gen_ai.agent.id``, the
+``[agents.NAME]`` profile), the session (``gen_ai.conversation.id``), the tier and the
 policy decisions are attributes set when the call ends: ``toolcage.{policy}.allowed`` and
 ``toolcage.{policy}.reason`` for each policy that decided (``approval``, ``path``,
 ``shell``, ``egress``, ``rate_limit``; a later verdict of the same policy, such as a
@@ -152,8 +153,8 @@ def _describe(span: Span, trace_: CallTrace, started_ns: int, error_type: str | 
         span.add_event(name, timestamp=started_ns + int((at - started) * 1e9))
     ctx = trace_.context
     attributes: dict[str, Any] = {
-        "toolcage.agent_id": ctx.agent_id,
-        "toolcage.session_id": ctx.session_id,
+        "gen_ai.agent.id": ctx.agent_id,
+        "gen_ai.conversation.id": ctx.session_id,
     }
     if trace_.tier is not None:
         attributes["toolcage.tool.tier"] = trace_.tier.value

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import os
@@ -84,6 +85,17 @@ class Library:
         """Every file and directory a module that links the library depends on (a
         directory's time changes when a file is added or removed)."""
         return sorted([self.source, *self.source.rglob("*")])
+
+    def directories(self) -> tuple[Path, ...]:
+        """The library's directories, listed once per process. Their times change when a
+        file is added, removed or replaced, as updating the vendored copy does: a cheap
+        stand-in for :meth:`inputs`, which a file edited in place also changes."""
+        return _directories(self.source)
+
+
+@functools.cache
+def _directories(root: Path) -> tuple[Path, ...]:
+    return tuple(Path(path) for path, _, _ in os.walk(root))
 
 
 LEXBOR = Library("lexbor", defines=("LEXBOR_STATIC",))
@@ -235,12 +247,37 @@ class Job:
     """Preprocessor definitions (``NAME`` or ``NAME=VALUE``)."""
 
 
-def tool_job(source: Path, out: Path) -> tuple[Job, list[Path]]:
-    """How to compile the tool ``source`` into ``out``, and what the module depends on: its
-    source, ``tools/NAME/`` beside it (the directory and its files), the SDK and the
-    libraries it links."""
+def tool_inputs(source: Path, *, whole_libraries: bool = True) -> list[Path]:
+    """What the module of tool ``source`` depends on: its source, ``tools/NAME/`` beside it
+    (the directory and its files), the SDK and the libraries it links -- every file of each
+    (:meth:`Library.inputs`), or with ``whole_libraries=False`` their directories only
+    (:meth:`Library.directories`), the check a running toolcage makes before it loads a
+    module of a source checkout."""
     parts = source.parent / source.stem
-    own = sorted(parts.glob("*.[ch]")) if parts.is_dir() else []
+    own = _own_files(parts)
+    libraries = VENDORED.get(source.stem, ())
+    return [
+        source,
+        *([parts, *own] if own else []),
+        *sdk_inputs(),
+        *(
+            path
+            for library in libraries
+            for path in (library.inputs() if whole_libraries else library.directories())
+        ),
+    ]
+
+
+def _own_files(parts: Path) -> list[Path]:
+    """The C files and headers of a tool split into several files (none when ``parts`` is
+    not a directory)."""
+    return sorted(parts.glob("*.[ch]")) if parts.is_dir() else []
+
+
+def tool_job(source: Path, out: Path) -> tuple[Job, list[Path]]:
+    """How to compile the tool ``source`` into ``out``, and what the module depends on
+    (:func:`tool_inputs`)."""
+    own = _own_files(source.parent / source.stem)
     libraries = VENDORED.get(source.stem, ())
     job = Job(
         sources=[
@@ -253,13 +290,7 @@ def tool_job(source: Path, out: Path) -> tuple[Job, list[Path]]:
         include=(SDK, source.parent, *(library.source for library in libraries)),
         defines=tuple(define for library in libraries for define in library.defines),
     )
-    inputs = [
-        source,
-        *([parts, *own] if own else []),
-        *sdk_inputs(),
-        *(path for library in libraries for path in library.inputs()),
-    ]
-    return job, inputs
+    return job, tool_inputs(source)
 
 
 def _parallel(jobs: Sequence[Job]) -> list[Path]:

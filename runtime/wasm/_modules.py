@@ -2,8 +2,11 @@
 
 Modules ship as package data of ``toolcage.wasm_tools`` (``modules/NAME.wasm``, built by
 ``make wasm``) and are read with :mod:`importlib.resources`. In a source checkout a module
-older than its C source is *stale* and refused, so a forgotten rebuild is a clear error
-rather than old behaviour.
+older than its sources is *stale* and refused, so a forgotten rebuild is a clear error
+rather than old behaviour. Its sources are those the build names
+(:func:`toolcage.wasm_tools.build.tool_inputs`): ``tools/NAME.c``, the files of
+``tools/NAME/``, the SDK and the directories of the libraries it links (a few dozen
+``stat`` calls, made each time a module is first read by an engine).
 
 Compiling with Cranelift takes tens of milliseconds per module; loading a serialized one is
 about a hundred times cheaper. Compiled modules are cached under
@@ -49,9 +52,9 @@ def module_bytes(name: str) -> bytes:
         raise ModuleMissingError(f"WASM module {name}.wasm is not built; {BUILD_HINT}")
     source = package.joinpath("tools", f"{name}.c")
     if isinstance(wasm, Path) and isinstance(source, Path) and source.is_file():
-        from toolcage.wasm_tools.build import is_stale, sdk_inputs
+        from toolcage.wasm_tools.build import is_stale, tool_inputs
 
-        if is_stale(wasm, [source, *sdk_inputs()]):
+        if is_stale(wasm, tool_inputs(source, whole_libraries=False)):
             raise ModuleMissingError(
                 f"WASM module {name}.wasm is older than its source; {BUILD_HINT}"
             )

@@ -133,8 +133,8 @@ def _call_span(tracer: Tracer) -> None:
         span.add_event(step, timestamp=now)
     span.set_attributes(
         {
-            "toolcage.agent_id": "default",
-            "toolcage.session_id": "default",
+            "gen_ai.agent.id": "default",
+            "gen_ai.conversation.id": "default",
             "toolcage.tool.tier": "read_only",
         }
     )

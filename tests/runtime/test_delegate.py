@@ -15,12 +15,15 @@ import pytest
 from toolcage.host_bindings import ChannelMessage
 from toolcage.runtime import (
     ApprovalRequest,
+    Artifact,
+    ArtifactAction,
     CallbackApproval,
     HttpModelClient,
     Runtime,
     SafetyTier,
     StopReason,
     ToolExecutionContext,
+    ToolResult,
     TurnResult,
     UserMessage,
     run_turn,
@@ -97,9 +100,12 @@ class Team:
         return await run_turn(self.client, self.runtime, [UserMessage(goal)], context=CTX)
 
     def answer_of(self, turn: TurnResult, index: int = 0) -> dict[str, Any]:
+        return json.loads(self.result_of(turn, index).output_text)  # type: ignore[no-any-return]
+
+    def result_of(self, turn: TurnResult, index: int = 0) -> ToolResult:
         outcome = [o for o in turn.calls if o.call.name == "delegate_to_agent"][index]
         assert not outcome.result.is_error, outcome.result.output_text
-        return json.loads(outcome.result.output_text)  # type: ignore[no-any-return]
+        return outcome.result
 
 
 @contextmanager
@@ -227,6 +233,47 @@ class TestRoundTrip:
         results = [m for m in messages(team.research, 1) if m["role"] == "tool"]
         assert "launched probe" in results[0]["content"]
         assert "permission_denied" in results[1]["content"]
+
+
+class TestResultForTwoAudiences:
+    async def test_details_display_and_the_artifacts_of_the_successful_calls(
+        self, team: Team
+    ) -> None:
+        (team.workspace / "chart.png").write_bytes(PNG)
+        team.lead.script = [delegate("researcher", "Send the charts."), Reply("Sent.")]
+        team.research.script = [
+            Reply(
+                calls=[
+                    call("r1", "send_media", path="chart.png"),
+                    call("r2", "send_media", path="missing.png"),
+                ]
+            ),
+            Reply("I sent chart.png."),
+        ]
+        result = team.result_of(await team.turn())
+        assert result.details == {
+            "agent": "researcher",
+            "stop": "completed",
+            "rounds": 2,
+            "calls": 2,
+            "failed_calls": 1,
+            "cost": 0.0,
+            "input_tokens": 101 + 102,  # the scripted model's usage of its rounds 1 and 2
+            "output_tokens": 7 + 7,
+        }
+        assert result.display == "Delegated to researcher: completed after 2 rounds (2 calls)"
+        assert result.artifacts == (Artifact("media", "chart.png", ArtifactAction.SENT),)
+
+    async def test_a_turn_cut_by_its_budget_says_so(self, team: Team) -> None:
+        team.lead.script = [delegate("researcher", "Read forever."), Reply("gave up")]
+        team.research.script = [
+            Reply(calls=[call(f"r{i}", "file_read", path="none.txt")]) for i in range(10)
+        ]
+        result = team.result_of(await team.turn())
+        assert result.details is not None
+        assert (result.details["stop"], result.details["failed_calls"]) == ("max_rounds", 3)
+        assert result.display == "Delegated to researcher: max_rounds after 3 rounds (3 calls)"
+        assert result.artifacts == ()
 
 
 class TestBudgetsAndLoops:

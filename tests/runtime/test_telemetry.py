@@ -82,7 +82,8 @@ class TestSpans:
             config_at(tmp_path), tools=HOST_TOOLS, telemetry=collected.telemetry
         ) as runtime:
             with tracer.start_as_current_span("turn") as turn:
-                result = await runtime.execute("echo", {"text": "hi"})
+                ctx = ToolExecutionContext(session_id="chat-42")
+                result = await runtime.execute("echo", {"text": "hi"}, ctx)
             assert not result.is_error
         [span] = collected.spans()
         assert span.name == "execute_tool echo"
@@ -95,7 +96,9 @@ class TestSpans:
         assert str(attributes["gen_ai.tool.call.id"]).startswith("call_")
         assert attributes["gen_ai.tool.type"] == "function"
         assert attributes["toolcage.tool.tier"] == "read_only"
-        assert attributes["toolcage.agent_id"] == "default"
+        assert attributes["gen_ai.agent.id"] == "default"
+        assert attributes["gen_ai.conversation.id"] == "chat-42"
+        assert not [key for key in attributes if key.endswith(("agent_id", "session_id"))]
         assert "error.type" not in attributes
         assert span.status.status_code is StatusCode.UNSET
         names = [event.name for event in span.events]

@@ -5,6 +5,44 @@
 
 #include "toolcage_host.h"
 
+/* The result's details and display line (see toolcage.h), from the arguments and the
+ * binding's answer: "GET example.com/api → 200 (1.2 KB)". */
+static void put_details(const char *args, const char *result, double status, double redirects,
+                        double size, int truncated) {
+    char *method = tc_json_str(tc_json_get(args, "method"), NULL);
+    char *url = tc_json_str(tc_json_get(args, "url"), NULL);
+    char *final = tc_json_str(tc_json_get(result, "url"), NULL);
+    char *content_type = tc_json_str(tc_json_get(result, "content_type"), NULL);
+    const char *shown_method = method && *method ? method : "GET";
+    tc_detail_int("status", (long long)status);
+    tc_detail_str("method", shown_method);
+    tc_detail_str("url", url ? url : "");
+    tc_detail_str("final_url", final ? final : (url ? url : ""));
+    tc_detail_str("content_type", content_type ? content_type : "");
+    if (size >= 0) tc_detail_int("bytes", (long long)size);
+    else tc_detail_json("bytes", "null");
+    tc_detail_bool("truncated", truncated);
+    tc_detail_int("redirects", (long long)redirects);
+
+    tc_buf *shown = tc_display();
+    tc_buf_puts(shown, shown_method);
+    tc_buf_putc(shown, ' ');
+    const char *host = url ? url : "";
+    const char *scheme = strstr(host, "://");
+    tc_buf_puts(shown, scheme ? scheme + 3 : host);
+    tc_buf_puts(shown, " → ");
+    tc_buf_int(shown, (long long)status);
+    if (size >= 0) {
+        tc_buf_puts(shown, " (");
+        tc_buf_size(shown, (unsigned long long)size);
+        tc_buf_putc(shown, ')');
+    }
+    free(method);
+    free(url);
+    free(final);
+    free(content_type);
+}
+
 static const char *run(const char *args, tc_buf *out) {
     /* The arguments already have the request's shape; the host checks every field. */
     int32_t code;
@@ -28,6 +66,7 @@ static const char *run(const char *args, tc_buf *out) {
     tc_json_num(tc_json_get(result, "redirects"), &redirects);
     if (!tc_json_num(tc_json_get(result, "size"), &size)) size = -1;
     tc_json_bool(tc_json_get(result, "truncated"), &truncated);
+    put_details(args, result, status, redirects, size, truncated);
     char *url = tc_json_str(tc_json_get(result, "url"), NULL);
     snprintf(line, sizeof line, "HTTP %d", (int)status);
     tc_buf_puts(out, line);

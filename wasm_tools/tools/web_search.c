@@ -65,6 +65,18 @@ static const char *run(const char *args, tc_buf *out) {
                 if (p && *p == ',') p = tc_json_ws(p + 1);
             }
         }
+        tc_buf urls = {0};
+        tc_json_pluck(tc_json_get(result, "results"), "url", 20, &urls, NULL);
+        tc_detail_strn("query", query, qlen);
+        tc_detail_int("results", n);
+        tc_detail_json("urls", tc_buf_cstr(&urls));
+        tc_buf_free(&urls);
+        tc_buf *shown = tc_display();
+        tc_buf_puts(shown, "Searched \"");
+        tc_buf_put(shown, query, qlen);
+        tc_buf_puts(shown, "\" (");
+        tc_buf_int(shown, n);
+        tc_buf_puts(shown, n == 1 ? " result)" : " results)");
         if (n == 0) {
             tc_buf_puts(out, "No results for: ");
             tc_buf_puts(out, query);

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import wasmtime
 from toolcage.host_bindings import CallState, current_call
-from toolcage.runtime import UsageError
+from toolcage.runtime import Runtime, UsageError
 from toolcage.runtime.wasm import (
     GuestLimits,
     ModuleCache,
@@ -68,6 +68,47 @@ class TestModules:
                 module_bytes("file_read")
         finally:
             os.utime(module, ns=(built, built))
+
+    @pytest.mark.parametrize(
+        "changed",
+        [
+            "tools/web_fetch/page.c",  # a file of a tool split into several
+            "tools/web_fetch",  # a file added to or removed from it
+            "vendor/lexbor/source/lexbor/html",  # the library it links, updated
+        ],
+    )
+    def test_a_module_is_stale_when_any_of_its_build_inputs_is_newer(self, changed: str) -> None:
+        package = Path(__file__).parents[3] / "wasm_tools"
+        module_bytes("web_fetch")  # fresh before
+        path = package / changed
+        stat = path.stat()
+        built = (package / "modules" / "web_fetch.wasm").stat().st_mtime_ns
+        try:
+            os.utime(path, ns=(stat.st_atime_ns, built + 10**9))
+            with pytest.raises(
+                ModuleMissingError, match=r"web_fetch\.wasm is older than its source"
+            ):
+                module_bytes("web_fetch")
+        finally:
+            os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        module_bytes("web_fetch")
+
+    async def test_a_call_of_a_stale_module_says_how_to_rebuild(self, tmp_path: Path) -> None:
+        package = Path(__file__).parents[3] / "wasm_tools"
+        path = package / "tools" / "web_fetch" / "page.c"
+        stat = path.stat()
+        built = (package / "modules" / "web_fetch.wasm").stat().st_mtime_ns
+        (tmp_path / "workspace").mkdir()
+        (tmp_path / "toolcage.toml").write_text("")
+        try:
+            os.utime(path, ns=(stat.st_atime_ns, built + 10**9))
+            async with Runtime.from_config(tmp_path / "toolcage.toml") as runtime:
+                result = await runtime.execute("web_fetch", {"url": "http://127.0.0.1:9/"})
+        finally:
+            os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        assert result.is_error
+        assert "web_fetch.wasm is older than its source" in result.output_text
+        assert "make wasm" in result.output_text
 
     def test_compiled_once_then_loaded_from_disk(self, tmp_path: Path) -> None:
         wasm = module_bytes("file_read")
