@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 import wasmtime
-from toolcage.policies import GrantedMount
+from toolcage.policies import GrantedMount, Principal
 
 
 class Closeable(Protocol):
@@ -54,6 +54,10 @@ class CallResources:
             item.close()
 
 
+_NOBODY = Principal()
+"""The default principal of a call state built without one (tests, benchmarks)."""
+
+
 @dataclass(frozen=True, slots=True)
 class CallState:
     """The running call, as host functions see it."""
@@ -70,18 +74,33 @@ class CallState:
     """The mounts granted to this call (for its tool and tier): all the ``fs`` binding reaches."""
     resources: CallResources = field(default_factory=CallResources)
     """What host functions opened for this call."""
-    user_id: str = "local"
-    """The end user the call acts for: the only user whose state the state bindings reach."""
-    session_id: str = "default"
-    """The conversation: the only scratchpad the scratchpad binding reaches."""
-    agent_id: str = "default"
-    """The agent profile making the call (vault grants are per agent)."""
-    channel_id: str | None = None
-    """The session's channel (a branch's: its parent's): where the ``channel`` binding's
-    media and texts go, and the channel a schedule created in the call notifies."""
+    principal: Principal = _NOBODY
+    """Who the call belongs to: the only user whose state the state bindings reach, the
+    only session whose scratchpad they reach, the agent whose vault grants apply."""
     decide: Callable[[str, bool, str], None] | None = None
     """Report a policy's verdict (policy, allowed, reason) to whatever observes the call
     (the audit log, telemetry); ``None`` when nothing does."""
+
+    @property
+    def user_id(self) -> str:
+        """The principal's user."""
+        return self.principal.user_id
+
+    @property
+    def session_id(self) -> str:
+        """The principal's session."""
+        return self.principal.session_id
+
+    @property
+    def agent_id(self) -> str:
+        """The principal's agent profile."""
+        return self.principal.agent_id
+
+    @property
+    def channel_id(self) -> str | None:
+        """Where the session's messages go (a branch's: its parent's channel): the
+        ``channel`` binding's media and texts, and the channel a schedule notifies."""
+        return self.principal.send_channel_id
 
     def release(self) -> None:
         """Close what host functions opened for the call; only once its guest has ended."""

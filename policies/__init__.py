@@ -31,6 +31,14 @@ from ._limits import ToolLimits, ToolLimitsTable
 from ._mcp import McpConfig, McpServerConfig
 from ._mounts import GrantedMount, MountArea, MountError, MountPolicy, MountsConfig
 from ._paths import PathPolicyViolation, canonical_guest_path
+from ._principal import (
+    ApprovalScope,
+    Principal,
+    PrincipalError,
+    SessionKind,
+    SessionLink,
+    path_segment,
+)
 from ._public import publish
 from ._rate_limits import RateLimitConfig, RateRule
 from ._scheduler import SchedulerConfig
@@ -52,6 +60,7 @@ from .shell import (
 __all__ = [
     "AgentConfig",
     "ApprovalConfig",
+    "ApprovalScope",
     "AuditConfig",
     "ChannelConfig",
     "Concurrency",
@@ -76,6 +85,8 @@ __all__ = [
     "MountsConfig",
     "OutputStoreConfig",
     "PathPolicyViolation",
+    "Principal",
+    "PrincipalError",
     "RateLimitConfig",
     "RateRule",
     "SchedulerConfig",
@@ -84,6 +95,8 @@ __all__ = [
     "SecretMisuse",
     "SecretPolicy",
     "SecretViolation",
+    "SessionKind",
+    "SessionLink",
     "ShellConfig",
     "ShellLimits",
     "ShellMode",
@@ -102,6 +115,7 @@ __all__ = [
     "blocked_reason",
     "canonical_guest_path",
     "load_config",
+    "path_segment",
     "protected_env_reason",
     "truncation_marker",
 ]

@@ -27,6 +27,7 @@ from ._guest_tools import GuestToolsConfig
 from ._images import ImagesConfig
 from ._mcp import McpConfig
 from ._mounts import MountsConfig
+from ._principal import ApprovalScope
 from ._rate_limits import RateLimits
 from ._scheduler import SchedulerConfig
 from ._secrets import SecretsSection
@@ -70,6 +71,9 @@ class ApprovalConfig(_Section):
 
     auto_approve: tuple[str, ...] = ()
     """Privileged tools the operator allows outright (no approval callback is asked)."""
+    remember: ApprovalScope = ApprovalScope.USER_AGENT
+    """Whose later calls an approver's "always" covers (for the same tool and arguments):
+    ``session``, ``user_agent`` (the default), ``user`` or ``runtime``."""
 
 
 class ToolOverride(_Section):

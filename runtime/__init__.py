@@ -15,7 +15,15 @@ need (an HTTP client, pydantic's model builder for functions, OpenTelemetry, ...
 
 import typing as _typing
 
-from toolcage.policies import LoopLimits, ToolcageConfig, load_config
+from toolcage.policies import (
+    LoopLimits,
+    Principal,
+    PrincipalError,
+    SessionKind,
+    SessionLink,
+    ToolcageConfig,
+    load_config,
+)
 from toolcage.policies._public import publish as _publish
 
 from ._approval import Approval, ApprovalRequest, CallbackApproval
@@ -48,8 +56,6 @@ from ._tool import (
     FunctionDecl,
     ProgressUpdate,
     SafetyTier,
-    SessionKind,
-    SessionLink,
     ToolCall,
     ToolExecutionContext,
 )
@@ -95,6 +101,8 @@ __all__ = [
     "LoopLimits",
     "ModelAPIError",
     "PermissionDeniedError",
+    "Principal",
+    "PrincipalError",
     "ProgressUpdate",
     "Rewrite",
     "Runtime",

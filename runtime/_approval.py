@@ -4,7 +4,10 @@
 ``approval.auto_approve``) or an :class:`ApprovalPolicy` approves the call. An approver may
 answer "always"; that standing allowance is remembered for the tool *and a hash of its
 canonical arguments*, never for the tool or the program alone, so approving ``ls -la``
-once does not approve ``rm -rf ~``.
+once does not approve ``rm -rf ~``; and only for the principal who was asked, by the
+operator's ``[approval] remember`` scope (the same user and agent, by default): user A's
+"always" never runs user B's call unasked. The request says whose calls an "always" would
+cover (:attr:`ApprovalRequest.always_covers`).
 
 Session kinds. A ``worker`` session runs ``read_only`` tools only: any other call is
 refused before an approver is asked (the worker's guests also lack the handles to write,
@@ -33,8 +36,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
+from toolcage.policies import ApprovalScope, Principal, SessionKind
+
 from ._errors import PermissionDeniedError
-from ._tool import SafetyTier, SessionKind, Tool, ToolExecutionContext
+from ._tool import SafetyTier, Tool, ToolExecutionContext
 
 
 class Approval(StrEnum):
@@ -59,6 +64,9 @@ class ApprovalRequest:
     """Where to ask the user: the channel of the first session up the chain that has one."""
     chain: tuple[str, ...] = ()
     """The agents from the host's own turn down to the one making the call."""
+    always_covers: str = ""
+    """Whose later calls with these arguments an "always" answer would run unasked
+    (``"user 'ada' and agent 'default', in any session"``)."""
 
 
 class ApprovalPolicy(Protocol):
@@ -90,20 +98,30 @@ def canonical_hash(arguments: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-Key = tuple[str, str]
-"""A tool's name and the hash of its canonical arguments."""
+Key = tuple[tuple[str, ...], str, str]
+"""Whose it is (the ``remember`` scope's key of the principal), a tool's name and the hash
+of its canonical arguments."""
 
 
 class SafetyGate:
     """Applies the session kind, the operator's allowances, the remembered approvals and
     the approver."""
 
-    def __init__(self, auto_approve: Iterable[str] = (), policy: ApprovalPolicy | None = None):
+    def __init__(
+        self,
+        auto_approve: Iterable[str] = (),
+        policy: ApprovalPolicy | None = None,
+        remember: ApprovalScope = ApprovalScope.USER_AGENT,
+    ):
         self._auto_approve = frozenset(auto_approve)
         self.policy = policy
+        self.remember = remember
+        """Whose calls an "always" answer covers."""
         self._always: set[Key] = set()
-        self._decided: dict[tuple[str, str], tuple[str, str | PermissionDeniedError | None]] = {}
-        """Answers asked ahead, by session and call id: the arguments' hash, and how the
+        self._decided: dict[
+            tuple[Principal, str], tuple[str, str | PermissionDeniedError | None]
+        ] = {}
+        """Answers asked ahead, by principal and call id: the arguments' hash, and how the
         call was let through or why it was refused."""
 
     def needs_approval(self, name: str, tool: Tool) -> bool:
@@ -125,13 +143,15 @@ class SafetyGate:
             return None
         if name in self._auto_approve:
             return "approval.auto_approve names the tool"
-        key = (name, canonical_hash(arguments))
-        decided = self._decided.pop((ctx.session_id, ctx.call_id), None) if ctx.call_id else None
-        if decided is not None and decided[0] == key[1]:
+        digest = canonical_hash(arguments)
+        decided = self._decided.pop((ctx.principal, ctx.call_id), None) if ctx.call_id else None
+        if decided is not None and decided[0] == digest:
             if isinstance(decided[1], PermissionDeniedError):
                 raise decided[1]
             return decided[1]
-        return await self._ask(name, arguments, ctx, key)
+        return await self._ask(
+            name, arguments, ctx, (self.remember.key(ctx.principal), name, digest)
+        )
 
     async def decide_ahead(
         self, name: str, tool: Tool, arguments: Mapping[str, Any], ctx: ToolExecutionContext
@@ -142,12 +162,12 @@ class SafetyGate:
             answer = await self.admit(name, tool, arguments, ctx)
         except PermissionDeniedError as exc:
             answer = exc
-        self._decided[(ctx.session_id, ctx.call_id)] = (canonical_hash(arguments), answer)
+        self._decided[(ctx.principal, ctx.call_id)] = (canonical_hash(arguments), answer)
 
     def forget(self, ctx: ToolExecutionContext, call_ids: Iterable[str]) -> None:
         """Drop answers decided ahead that no call used (a hook blocked it, ...)."""
         for call_id in call_ids:
-            self._decided.pop((ctx.session_id, call_id), None)
+            self._decided.pop((ctx.principal, call_id), None)
 
     async def _ask(
         self, name: str, arguments: Mapping[str, Any], ctx: ToolExecutionContext, key: Key
@@ -160,7 +180,7 @@ class SafetyGate:
                 f"Tool {name} is privileged and needs approval, but no approver is configured",
                 details=details,
             )
-        chain = (*(link.agent_id for link in ctx.parents), ctx.agent_id)
+        chain = ctx.principal.chain
         channel_id = ctx.send_channel_id
         if ctx.parents:
             links = (*ctx.parents, ctx.link())
@@ -171,7 +191,8 @@ class SafetyGate:
                     f"chain {' > '.join(chain)} has a channel to ask the user on",
                     details={**details, "chain": list(chain)},
                 )
-        request = ApprovalRequest(name, arguments, ctx, channel_id, chain)
+        covers = self.remember.describe(ctx.principal)
+        request = ApprovalRequest(name, arguments, ctx, channel_id, chain, covers)
         answer = await self.policy.approve(request)
         if answer is Approval.DENY:
             raise PermissionDeniedError(

@@ -42,7 +42,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from toolcage.policies import AgentConfig, LoopLimits, ToolcageConfig
+from toolcage.policies import AgentConfig, LoopLimits, SessionKind, ToolcageConfig
 
 from ._errors import (
     PermissionDeniedError,
@@ -52,7 +52,7 @@ from ._errors import (
 )
 from ._model_client import ModelAPIError, ModelClient
 from ._result import ARTIFACTS_TRUNCATED, Artifact, ToolResult
-from ._tool import FunctionDecl, SafetyTier, SessionKind, ToolExecutionContext
+from ._tool import FunctionDecl, SafetyTier, ToolExecutionContext
 from .providers.base import ToolOutcome, UserMessage
 
 if TYPE_CHECKING:

@@ -43,7 +43,7 @@ def cut_utf8(data: bytes, limit: int) -> bytes:
 @dataclass(slots=True)
 class _Entry:
     data: bytes
-    owner: tuple[str, str]
+    owner: tuple[str, str, str]
     created: float
 
 
@@ -65,7 +65,7 @@ class OutputStore:
         """Keep ``data`` (at most ``max_total_bytes`` of it); return its handle."""
         data = cut_utf8(data, self.max_total_bytes)
         handle = "out_" + secrets.token_hex(6)
-        self._entries[handle] = _Entry(data, (ctx.user_id, ctx.session_id), time.monotonic())
+        self._entries[handle] = _Entry(data, _owner(ctx), time.monotonic())
         self._total += len(data)
         self._evict()
         return handle
@@ -73,7 +73,7 @@ class OutputStore:
     def get(self, handle: str, ctx: ToolExecutionContext) -> bytes:
         self._evict()
         entry = self._entries.get(handle)
-        if entry is None or entry.owner != (ctx.user_id, ctx.session_id):
+        if entry is None or entry.owner != _owner(ctx):
             raise ToolNotFoundError(
                 f"no stored output with handle {handle!r} (outputs expire after "
                 f"{self.max_age_seconds:.0f} s and are readable only in their own session)"
@@ -163,3 +163,9 @@ class ToolOutputRead:
             },
             display=f"bytes {offset:,}–{end:,} of {len(data):,}",
         )
+
+
+def _owner(ctx: ToolExecutionContext) -> tuple[str, str, str]:
+    """Whose an output is: its principal's user, agent and session."""
+    principal = ctx.principal
+    return (principal.user_id, principal.agent_id, principal.session_id)

@@ -76,7 +76,9 @@ class Runtime:
         )
         self.registry = ToolRegistry(tools)
         self.hooks = Hooks() if hooks is None else hooks
-        self.gate = SafetyGate(self.config.approval.auto_approve, approval)
+        self.gate = SafetyGate(
+            self.config.approval.auto_approve, approval, self.config.approval.remember
+        )
         self._stack = AsyncExitStack() if stack is None else stack
         self._closed = False
         self.pipeline = ToolPipeline(

@@ -291,8 +291,9 @@ class ShellPolicyCheck:
 
 
 def session_key(ctx: ToolExecutionContext, session_id: object) -> str:
-    """The sidecar session of this conversation's ``session_id``."""
-    key = f"{ctx.user_id}/{ctx.session_id}/{session_id or 'default'}"
+    """The sidecar session of this principal's ``session_id``: its user, agent and
+    conversation, joined so that no two principals share one."""
+    key = ctx.principal.key(str(session_id or "default"))
     if len(key.encode()) > 200:  # the sidecar takes names up to 256 bytes
         key = "sha256:" + hashlib.sha256(key.encode()).hexdigest()
     return key

@@ -8,12 +8,15 @@ host-trusted Python function (see :func:`toolcage.runtime.tool`), a WASI guest, 
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
+
+from toolcage.policies import Principal, SessionKind, SessionLink
 
 from ._result import ToolResult
 
@@ -83,112 +86,168 @@ def _ignore_progress(update: ProgressUpdate) -> None:
     del update
 
 
-class SessionKind(enum.StrEnum):
-    """What a session may touch; carried by every call's context.
+_UNSET: Any = object()
 
-    The kind is enforced where handles are handed out, not only at the gate: a worker's
-    guests are linked without the ``channel`` and state-store bindings and get read-only
-    mounts, so a write-capable tool registered for a worker still cannot act.
+
+@dataclass(frozen=True, slots=True, init=False)
+class ToolExecutionContext:
+    """Who is calling and what the turn carries; immutable for the duration of a call.
+
+    Who is calling is one :class:`~toolcage.policies.Principal`; build the context from one,
+    or from its parts, which are checked once, here::
+
+        ToolExecutionContext(user_id="ada", session_id="chat-1", agent_id="reviewer")
+        ToolExecutionContext(principal=Principal("ada", "reviewer", "chat-1"))
+
+    (the parts given beside a ``principal`` replace its own, as ``dataclasses.replace``
+    does). A bad id raises :class:`~toolcage.policies.PrincipalError` naming it.
     """
 
-    MAIN = "main"
-    """Everything its agent's tools and the policies allow; sends on its own channel."""
-    WORKER = "worker"
-    """Read-only by design: only ``read_only`` tools run, with no channel, no state store
-    and read-only mounts."""
-    BRANCH = "branch"
-    """Like ``main``, but sends on its parent's channel (a delegated agent, by default)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SessionLink:
-    """A session a call runs beneath: one link of a chain of delegated turns."""
-
-    agent_id: str
-    """The agent that session runs as."""
-    session_id: str
-    """Its conversation."""
-    channel_id: str | None
-    """Where its messages go (``None``: it has no channel, e.g. a worker)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ToolExecutionContext:
-    """Who is calling and what the turn carries; immutable for the duration of a call."""
-
-    user_id: str = "local"
-    """The end user on whose behalf the model acts."""
-    session_id: str = "default"
-    """The conversation; truncated outputs are readable only from the same session."""
-    agent_id: str = "default"
-    """Which agent profile (decides the enabled tool set)."""
-    channel_id: str | None = None
-    """The channel the turn came from (chat room, thread, ...), if any."""
-    thread_id: str | None = None
+    principal: Principal
+    """Who the call belongs to: user, agent, session, session kind, channel, chain."""
+    thread_id: str | None
     """The thread within the channel, if any."""
-    attachments: tuple[Attachment, ...] = ()
+    attachments: tuple[Attachment, ...]
     """Files attached to the current turn."""
-    progress: ProgressCallback = _ignore_progress
+    progress: ProgressCallback
     """Called by tools to report progress; the pipeline turns it into events."""
-    call_id: str = ""
+    call_id: str
     """Id of the current tool call (set by the pipeline)."""
-    metadata: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    metadata: Mapping[str, str]
     """Free-form host data, read-only."""
-    delegation_depth: int = 0
-    """How many ``delegate_to_agent`` turns this call runs beneath (0: the host's own turn)."""
-    session_kind: SessionKind = SessionKind.MAIN
-    """What this session may touch (see :class:`SessionKind`)."""
-    parents: tuple[SessionLink, ...] = ()
-    """The sessions this one runs beneath, the host's own first (empty: a top-level one)."""
+
+    def __init__(
+        self,
+        *,
+        principal: Principal | None = None,
+        user_id: str = _UNSET,
+        session_id: str = _UNSET,
+        agent_id: str = _UNSET,
+        channel_id: str | None = _UNSET,
+        session_kind: SessionKind = _UNSET,
+        parents: tuple[SessionLink, ...] = _UNSET,
+        delegation_depth: int = _UNSET,
+        thread_id: str | None = None,
+        attachments: tuple[Attachment, ...] = (),
+        progress: ProgressCallback = _ignore_progress,
+        call_id: str = "",
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
+        parts: dict[str, Any] = {
+            name: value
+            for name, value in (
+                ("user_id", user_id),
+                ("session_id", session_id),
+                ("agent_id", agent_id),
+                ("channel_id", channel_id),
+                ("session_kind", session_kind),
+                ("parents", parents),
+                ("delegation_depth", delegation_depth),
+            )
+            if value is not _UNSET
+        }
+        if principal is None:
+            principal = Principal(**parts)
+        elif parts:
+            principal = dataclasses.replace(principal, **parts)
+        elif not isinstance(principal, Principal):
+            raise TypeError(f"principal must be a Principal, got {type(principal).__name__}")
+        setattr_ = object.__setattr__
+        setattr_(self, "principal", principal)
+        setattr_(self, "thread_id", thread_id)
+        setattr_(self, "attachments", tuple(attachments))
+        setattr_(self, "progress", progress)
+        setattr_(self, "call_id", call_id)
+        setattr_(
+            self,
+            "metadata",
+            _NO_METADATA if not metadata else MappingProxyType(dict(metadata)),
+        )
+
+    @property
+    def user_id(self) -> str:
+        """The principal's end user."""
+        return self.principal.user_id
+
+    @property
+    def session_id(self) -> str:
+        """The principal's conversation; truncated outputs are readable only from it."""
+        return self.principal.session_id
+
+    @property
+    def agent_id(self) -> str:
+        """The principal's agent profile (decides the enabled tool set)."""
+        return self.principal.agent_id
+
+    @property
+    def channel_id(self) -> str | None:
+        """The channel the turn came from, if any."""
+        return self.principal.channel_id
+
+    @property
+    def session_kind(self) -> SessionKind:
+        """What this session may touch."""
+        return self.principal.session_kind
+
+    @property
+    def parents(self) -> tuple[SessionLink, ...]:
+        """The sessions this one runs beneath, the host's own first."""
+        return self.principal.parents
+
+    @property
+    def delegation_depth(self) -> int:
+        """How many ``delegate_to_agent`` turns this call runs beneath."""
+        return self.principal.delegation_depth
 
     @property
     def send_channel_id(self) -> str | None:
-        """Where this session's messages go: its own channel (``main``), its parent's
-        (``branch``), none (``worker``)."""
-        if self.session_kind is SessionKind.MAIN:
-            return self.channel_id
-        if self.session_kind is SessionKind.BRANCH:
-            return self.parents[-1].channel_id if self.parents else self.channel_id
-        return None
+        """Where this session's messages go (see :attr:`Principal.send_channel_id`)."""
+        return self.principal.send_channel_id
 
     def link(self) -> SessionLink:
         """This session as a link of its children's chain."""
-        return SessionLink(self.agent_id, self.session_id, self.send_channel_id)
+        return self.principal.link()
 
     def child(self, kind: SessionKind, *, agent_id: str, session_id: str) -> ToolExecutionContext:
-        """The context of a session run beneath this one (a delegated agent's turn): same
-        user and channel, no attachments, one level deeper."""
-        return ToolExecutionContext(
-            self.user_id,
-            session_id,
-            agent_id,
-            self.channel_id,
+        """The context of a session run beneath this one (a delegated agent's turn): the
+        principal's child, the same thread and metadata, no attachments."""
+        return _context(
+            self.principal.child(kind, agent_id=agent_id, session_id=session_id),
             self.thread_id,
             (),
             self.progress,
             "",
             self.metadata,
-            self.delegation_depth + 1,
-            kind,
-            (*self.parents, self.link()),
         )
 
     def for_call(self, call_id: str, progress: ProgressCallback) -> ToolExecutionContext:
         """This context for one call (``dataclasses.replace``, without its per-call cost)."""
-        return ToolExecutionContext(
-            self.user_id,
-            self.session_id,
-            self.agent_id,
-            self.channel_id,
-            self.thread_id,
-            self.attachments,
-            progress,
-            call_id,
-            self.metadata,
-            self.delegation_depth,
-            self.session_kind,
-            self.parents,
+        return _context(
+            self.principal, self.thread_id, self.attachments, progress, call_id, self.metadata
         )
+
+
+_NO_METADATA: Mapping[str, str] = MappingProxyType({})
+
+
+def _context(
+    principal: Principal,
+    thread_id: str | None,
+    attachments: tuple[Attachment, ...],
+    progress: ProgressCallback,
+    call_id: str,
+    metadata: Mapping[str, str],
+) -> ToolExecutionContext:
+    """A context from checked parts, without the constructor's checks."""
+    ctx = object.__new__(ToolExecutionContext)
+    setattr_ = object.__setattr__
+    setattr_(ctx, "principal", principal)
+    setattr_(ctx, "thread_id", thread_id)
+    setattr_(ctx, "attachments", attachments)
+    setattr_(ctx, "progress", progress)
+    setattr_(ctx, "call_id", call_id)
+    setattr_(ctx, "metadata", metadata)
+    return ctx
 
 
 @dataclass(frozen=True, slots=True)

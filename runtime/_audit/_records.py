@@ -4,7 +4,7 @@ Every record has ``type`` and ``time`` (UTC, ISO 8601 with microseconds)::
 
     {"type": "call", "time": "...", "call_id": "call_1f..", "user_id": "local",
      "session_id": "default", "agent_id": "default", "channel_id": null,
-     "tool": "http_request", "tier": "side_effecting",
+     "session_kind": "main", "chain": ["default"], "tool": "http_request", "tier": "side_effecting",
      "arguments": {"url": "...", "headers": {"Authorization": "[REDACTED]"}},
      "arguments_sha256": "9f..", "decisions": [{"policy": "egress", "allowed": true,
      "reason": "https://example.com:443"}], "status": "success", "error_type": null,
@@ -55,13 +55,15 @@ def arguments_hash(arguments: Mapping[str, Any] | str | object) -> str:
 
 
 def _who(trace: CallTrace) -> dict[str, Any]:
-    ctx = trace.context
+    principal = trace.context.principal
     return {
         "call_id": trace.call.id,
-        "user_id": ctx.user_id,
-        "session_id": ctx.session_id,
-        "agent_id": ctx.agent_id,
-        "channel_id": ctx.channel_id,
+        "user_id": principal.user_id,
+        "session_id": principal.session_id,
+        "agent_id": principal.agent_id,
+        "channel_id": principal.channel_id,
+        "session_kind": principal.session_kind.value,
+        "chain": list(principal.chain),
         "tool": trace.call.name,
         "tier": None if trace.tier is None else trace.tier.value,
     }

@@ -48,13 +48,13 @@ from toolcage.host_bindings import (
     media_message,
     text_messages,
 )
-from toolcage.policies import MountPolicy
+from toolcage.policies import MountPolicy, SessionKind
 
 from .._deadline import current_deadline
 from .._errors import PermissionDeniedError, ToolExecutionError, UsageError
 from .._observe import current_trace
 from .._result import ToolResult
-from .._tool import FunctionDecl, ProgressUpdate, SafetyTier, SessionKind, ToolExecutionContext
+from .._tool import FunctionDecl, ProgressUpdate, SafetyTier, ToolExecutionContext
 from ._commit import ReplaceSpec
 from ._runner import GuestLimits, LinkError, WasmToolRunner
 
@@ -210,10 +210,7 @@ class WasmTool:
                 progress=lambda message, fraction: _progress(ctx, message, fraction),
                 log=lambda level, message: _log_line(self.name, level, message),
                 mounts=mounts,
-                user_id=ctx.user_id,
-                session_id=ctx.session_id,
-                agent_id=ctx.agent_id,
-                channel_id=channel_id,
+                principal=ctx.principal,
                 decide=None if (trace := current_trace()) is None else trace.decide,
             )
         try:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 from toolcage.host_bindings import AbiError, CallState, MediaBinding, current_call
+from toolcage.policies import Principal
 
 from .test_abi import Guest
 
@@ -32,7 +33,7 @@ def state() -> Iterator[CallState]:
         deadline=time.monotonic() + 10,
         progress=lambda m, f: None,
         log=lambda level, m: None,
-        channel_id="chat-1",
+        principal=Principal(channel_id="chat-1"),
     )
     token = current_call.set(made)
     yield made

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from toolcage.host_bindings import MessageKind
-from toolcage.runtime import SessionKind, UserMessage, run_turn
+from toolcage.runtime import SessionKind, ToolExecutionContext, UserMessage, run_turn
 
 from .fake_llm import Reply
 from .test_delegate import CTX, PNG, call, delegate, messages, team_in
@@ -88,7 +88,9 @@ class TestBranch:
                 Reply(calls=[call("l", "launch", target="probe")]),
                 Reply("I could not."),
             ]
-            no_channel = dataclasses.replace(CTX, channel_id=None)
+            no_channel = ToolExecutionContext(
+                principal=dataclasses.replace(CTX.principal, channel_id=None)
+            )
             await run_turn(team.client, team.runtime, [UserMessage("Go.")], context=no_channel)
         assert team.recorder.asked == []
         (result,) = last_results(messages(team.research, 1))
