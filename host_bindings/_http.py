@@ -129,7 +129,7 @@ def meter_for(rate_limits: RateLimiter | None, state: CallState) -> ByteMeter | 
     """The byte meter of a request of the running call, when a byte quota applies."""
     if rate_limits is None:
         return None
-    return rate_limits.meter(state.tool_name, state.user_id, state.agent_id)
+    return rate_limits.meter(state.tool_name, state.principal)
 
 
 def _header_problem(name: str, value: str) -> str | None:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from toolcage.policies import RateRule, StateConfig
+from toolcage.policies import Principal, RateRule, StateConfig
 from toolcage.policies._rate_limits import RateLimits, rules_for
 
 from ._store import StoreError, StoreUnavailable, open_store
@@ -140,9 +140,7 @@ class RateLimiter:
 
     # -- calls ---------------------------------------------------------------------------
 
-    def admit(
-        self, rules: Sequence[RateRule], user_id: str, agent_id: str, *, wait: bool = True
-    ) -> None:
+    def admit(self, rules: Sequence[RateRule], principal: Principal, *, wait: bool = True) -> None:
         """Spend a call of every limit in ``rules`` that counts calls, and check that no
         byte quota among them is spent; :class:`RateLimited` (having spent nothing) when
         one is. ``wait=False``: :class:`~._store._counters.WouldWait` instead of waiting
@@ -152,11 +150,11 @@ class RateLimiter:
         for rule in rules:
             config = rule.config
             if config.calls is not None:
-                key = rule.key("calls", user_id, agent_id)
+                key = rule.key("calls", principal)
                 refill = config.refill_per_second
                 statements.append((TAKE_CALL, (key, refill, config.bucket_size, now)))
             if rule.metered:
-                key = rule.key("bytes", user_id, agent_id)
+                key = rule.key("bytes", principal)
                 statements.append((TAKE_BYTES, (key, config.bytes, config.window, 0, now)))
         if not statements:
             return
@@ -169,7 +167,7 @@ class RateLimiter:
             if config.calls is not None:
                 take = _taken(next(found))
                 if take.granted >= 1:
-                    key = rule.key("calls", user_id, agent_id)
+                    key = rule.key("calls", principal)
                     spent.append((RETURN_CALL, (key, config.bucket_size)))
                 else:
                     wait_for = (1 - take.level) / rule.config.refill_per_second
@@ -183,26 +181,26 @@ class RateLimiter:
         if spent and applied.committed:  # a store that cannot roll back gives them back
             self.counters.apply(spent)
         wait_for, rule, kind = max(refusals, key=lambda refusal: refusal[0])
-        raise _refusal(rule, kind, wait_for, user_id, agent_id)
+        raise _refusal(rule, kind, wait_for, principal)
 
     # -- bytes ---------------------------------------------------------------------------
 
-    def meter(self, tool: str, user_id: str, agent_id: str) -> ByteMeter | None:
-        """A meter for one request of ``tool``, or ``None`` when no byte quota applies."""
+    def meter(self, tool: str, principal: Principal) -> ByteMeter | None:
+        """A meter for one request of ``tool`` by ``principal``, or ``None`` when no byte
+        quota applies."""
         rules = [rule for rule in self._rules.get(tool, ()) if rule.metered]
-        return ByteMeter(self, rules, user_id, agent_id) if rules else None
+        return ByteMeter(self, rules, principal) if rules else None
 
 
 class ByteMeter:
     """Counts one request's response bytes against byte quotas (see the module docstring)."""
 
     def __init__(
-        self, limiter: RateLimiter, rules: Sequence[RateRule], user_id: str, agent_id: str
+        self, limiter: RateLimiter, rules: Sequence[RateRule], principal: Principal
     ) -> None:
         self._limiter = limiter
         self._rules = rules
-        self._user_id = user_id
-        self._agent_id = agent_id
+        self._principal = principal
         self._held = [0.0] * len(rules)
         self._windows = [0.0] * len(rules)
         self.counted = 0
@@ -227,7 +225,7 @@ class ByteMeter:
         statements: list[Statement] = []
         for i, rule in enumerate(self._rules):
             if self._held[i] > 0:
-                key = rule.key("bytes", self._user_id, self._agent_id)
+                key = rule.key("bytes", self._principal)
                 statements.append((RETURN_BYTES, (key, self._windows[i], self._held[i])))
             self._held[i] = 0
         if statements:  # on failure the unused lease stays spent until its window ends
@@ -241,7 +239,7 @@ class ByteMeter:
         for i in indexes:
             rule = self._rules[i]
             config = rule.config
-            key = rule.key("bytes", self._user_id, self._agent_id)
+            key = rule.key("bytes", self._principal)
             need = amount if starting else max(amount, -self._held[i])
             statements.append((TAKE_BYTES, (key, config.bytes, config.window, need, now)))
         takes = self._limiter.counters.apply(statements).takes
@@ -259,7 +257,7 @@ class ByteMeter:
                     refused = (wait_for, self._rules[i])
         if refused is not None:
             wait_for, rule = refused
-            refusal = _refusal(rule, "bytes", wait_for, self._user_id, self._agent_id)
+            refusal = _refusal(rule, "bytes", wait_for, self._principal)
             if not starting:
                 refusal.message = (
                     f"the response was cut after {self.counted:,} bytes: {refusal.message}"
@@ -289,12 +287,10 @@ def _all_granted(rules: Sequence[RateRule]) -> Callable[[Sequence[Take | None]],
     return keep
 
 
-def _refusal(
-    rule: RateRule, kind: str, wait_for: float, user_id: str, agent_id: str
-) -> RateLimited:
+def _refusal(rule: RateRule, kind: str, wait_for: float, principal: Principal) -> RateLimited:
     config = rule.config
     retry_after = max(0.1, math.ceil(wait_for * 10 - 1e-6) / 10)
-    whose = rule.whose(user_id, agent_id)
+    whose = rule.whose(principal)
     window = f"{config.window:g} s"
     if kind == "calls":
         what = f"{config.calls} calls per {window}"

@@ -37,6 +37,8 @@ from pydantic import (
     model_validator,
 )
 
+from ._principal import Principal
+
 TIERS = ("read_only", "side_effecting", "privileged")
 """Safety tiers a limit can name as its tools."""
 NETWORK = "network"
@@ -132,22 +134,23 @@ class RateRule:
     metered: bool
     """Whether its byte quota counts this tool's responses."""
 
-    def key(self, kind: str, user_id: str, agent_id: str) -> str:
-        """The counter of ``kind`` (``calls``, ``bytes``) this rule keeps for a caller."""
+    def key(self, kind: str, principal: Principal) -> str:
+        """The counter of ``kind`` (``calls``, ``bytes``) this rule keeps for a caller
+        (the unit separator never occurs in a principal's ids, which are printable)."""
         parts = [kind, self.name]
         if "user" in self.config.per:
-            parts.append("user=" + user_id)
+            parts.append("user=" + principal.user_id)
         if "agent" in self.config.per:
-            parts.append("agent=" + agent_id)
+            parts.append("agent=" + principal.agent_id)
         return "\x1f".join(parts)
 
-    def whose(self, user_id: str, agent_id: str) -> str:
+    def whose(self, principal: Principal) -> str:
         """Whose budget this is, for messages: ``user 'ada'``, ``the host``."""
         owners = []
         if "user" in self.config.per:
-            owners.append(f"user {user_id!r}")
+            owners.append(f"user {principal.user_id!r}")
         if "agent" in self.config.per:
-            owners.append(f"agent {agent_id!r}")
+            owners.append(f"agent {principal.agent_id!r}")
         return " and ".join(owners) if owners else "the host"
 
 

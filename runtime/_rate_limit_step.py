@@ -41,14 +41,14 @@ class RateLimitStep:
             rules = limiter.assign(name, tool.safety_tier.value, needs)
         if not rules:
             return
-        user_id, agent_id = ctx.user_id, ctx.agent_id
+        principal = ctx.principal
         try:
             try:
                 if not limiter.opened:
                     raise WouldWait("the store is not open yet")
-                limiter.admit(rules, user_id, agent_id, wait=False)
+                limiter.admit(rules, principal, wait=False)
             except WouldWait:
-                await run_in_worker(lambda: limiter.admit(rules, user_id, agent_id))
+                await run_in_worker(lambda: limiter.admit(rules, principal))
         except RateLimited as exc:
             trace = current_trace()
             if trace is not None:
