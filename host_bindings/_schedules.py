@@ -3,8 +3,10 @@ and their runs read.
 
 Every request reaches only the schedules of the call's ``user_id`` (from its
 :class:`CallState`, never from the guest), so another user's schedule or run is an unknown
-id. A schedule created in a call remembers the call's ``channel_id``: its notifications go
-back to the channel the request came from. Requests are the tools' arguments::
+id. A schedule created in a call stores the call's whole principal (its agent, session
+kind, channel and delegation chain and depth): its runs are that principal's turns, and
+its notifications go back to the channel the request's messages go to. No request names
+or edits a principal. Requests are the tools' arguments::
 
     create      {"goal", "cadence_type", "cadence_value", "name"?, "timezone"?, "notification"?}
     search      {"name"?, "status"?, "cadence_type"?, "notification"?, "limit"?, "offset"?}
@@ -85,16 +87,15 @@ class SchedulerBinding:
         )
 
     def create(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
-        """A new schedule of the call's user, notifying the call's channel."""
+        """A new schedule that runs as the call's principal and notifies its channel."""
         schedule = self._book().create(
-            state.user_id,
+            state.principal,
             goal=request.get("goal"),
             cadence_type=request.get("cadence_type"),
             cadence_value=request.get("cadence_value"),
             name=request.get("name"),
             timezone=request.get("timezone"),
             notification=request.get("notification"),
-            channel_id=state.channel_id,
         )
         shown = schedule.to_json()
         return {
@@ -160,10 +161,12 @@ class ScheduleBooks:
         *,
         min_interval_secs: int,
         clock: Clock | None = None,
+        profiles: frozenset[str] = frozenset(),
         on_open: Callable[[], None] = lambda: None,
     ) -> None:
         self._open_store = open_store
         self._min_interval_secs = min_interval_secs
+        self._profiles = profiles
         self._clock = SystemClock() if clock is None else clock
         self._on_open = on_open
         self._lock = threading.Lock()
@@ -174,11 +177,21 @@ class ScheduleBooks:
     def from_config(
         cls, config: ToolcageConfig, *, on_open: Callable[[], None] = lambda: None
     ) -> ScheduleBooks:
-        """The books in the ``[state]`` database, under ``[scheduler]``."""
+        """The books in the ``[state]`` database (with its token), under ``[scheduler]``,
+        knowing the ``[agents.*]`` profiles."""
         url = config.state.store_url(config.base_dir)
+
+        def open_store() -> ScheduleStore:
+            try:
+                token = config.state.token()
+            except ValueError as exc:  # its environment variable is unset
+                raise StoreUnavailable(url, str(exc)) from None
+            return open_schedule_store(url, base_dir=config.base_dir, auth_token=token)
+
         return cls(
-            lambda: open_schedule_store(url, base_dir=config.base_dir),
+            open_store,
             min_interval_secs=config.scheduler.min_interval_secs,
+            profiles=frozenset(config.agents),
             on_open=on_open,
         )
 
@@ -194,6 +207,7 @@ class ScheduleBooks:
                     self._open_store(),
                     clock=self._clock,
                     min_interval_secs=self._min_interval_secs,
+                    profiles=self._profiles,
                 )
                 self._on_open()
             return self._book

@@ -3,10 +3,11 @@
     toolcage scheduler [--config FILE] --provider NAME --base-url URL --model NAME
 
 Fires the due schedules of the ``[state]`` store's file as agent turns on the named model
-(API key from ``$TOOLCAGE_MODEL_API_KEY``), under the ``[scheduler]`` budgets. Each
-firing and each run's end is logged to stderr; notifications are the
-:class:`~._channel.JsonLinesChannel`'s lines on stdout. SIGTERM or SIGINT stops it
-cleanly: runs in flight are cancelled and recorded failed, and it exits 0.
+(API key from ``$TOOLCAGE_MODEL_API_KEY``), under the ``[scheduler]`` budgets, each as the
+principal that created it (see :mod:`._scheduled_turns`). Each firing and each run's end
+is logged to stderr; notifications are the :class:`~._channel.JsonLinesChannel`'s lines on
+stdout. SIGTERM or SIGINT stops it cleanly: runs in flight are cancelled and recorded
+failed, and it exits 0.
 """
 
 from __future__ import annotations

@@ -4,15 +4,22 @@ This is what the six scheduler tools (through the ``scheduler`` host binding) ca
 method maps onto one tool and raises only :class:`~._model.ScheduleError` subclasses,
 whose ``error_type`` and message go straight into the envelope::
 
-    book = ScheduleBook(store, clock=SystemClock(), min_interval_secs=60)
-    schedule = book.create("alice", goal="Summarise my inbox", cadence_type="cron",
-                           cadence_value="0 9 * * 1-5", timezone="Europe/Paris",
-                           channel_id="chat-7")
+    book = ScheduleBook(store, clock=SystemClock(), min_interval_secs=60,
+                        profiles={"reviewer"})
+    alice = Principal("alice", "reviewer", "chat-1", channel_id="chat-7")
+    schedule = book.create(alice, goal="Summarise my inbox", cadence_type="cron",
+                           cadence_value="0 9 * * 1-5", timezone="Europe/Paris")
     book.search("alice", status="active", limit=20).to_json()
     book.edit("alice", schedule.schedule_id, {"status": "paused"})
     book.runs("alice", schedule.schedule_id, limit=5)
     book.run_output("alice", run_id, offset=0, max_chars=4000)
     book.delete("alice", schedule.schedule_id)
+
+A schedule is created for a :class:`~toolcage.policies.Principal` (the calling one, whole)
+and keeps it: its owner is that principal's user, its notifications go where that
+principal's messages go, and its turns run as it. Whether its agent is one of the
+``profiles`` (the config's ``[agents.*]`` names) is recorded beside it. Every other method
+is for one user, and nothing edits the principal: :data:`EDITABLE` does not name it.
 
 Arguments arrive as the guest sent them (strings, ints, ``None``) and are validated here,
 so a binding needs no checks of its own beyond JSON types. Methods are synchronous and
@@ -27,8 +34,10 @@ stop a run in flight.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, TypeVar
+
+from toolcage.policies import Principal
 
 from ._cadence import Cadence, parse_cadence, parse_zone
 from ._clock import Clock
@@ -58,14 +67,23 @@ EDITABLE = ("name", "goal", "cadence_type", "cadence_value", "timezone", "notifi
 class ScheduleBook:
     """Create, find, edit and delete schedules of one store, each call for one user."""
 
-    def __init__(self, store: ScheduleStore, *, clock: Clock, min_interval_secs: int = 60) -> None:
+    def __init__(
+        self,
+        store: ScheduleStore,
+        *,
+        clock: Clock,
+        min_interval_secs: int = 60,
+        profiles: Collection[str] = (),
+    ) -> None:
         self.store = store
         self.clock = clock
         self.min_interval_secs = min_interval_secs
+        self.profiles = frozenset(profiles)
+        """The agent ids that are ``[agents.*]`` profiles (see :attr:`Schedule.agent_profile`)."""
 
     def create(
         self,
-        user_id: str,
+        principal: Principal,
         *,
         goal: object,
         cadence_type: object,
@@ -73,9 +91,9 @@ class ScheduleBook:
         name: object = None,
         timezone: object = None,
         notification: object = None,
-        channel_id: str | None = None,
     ) -> Schedule:
-        """A new active schedule; ``channel_id`` is the creating call's channel."""
+        """A new active schedule of ``principal``'s user that runs as ``principal`` and
+        notifies the channel its messages go to."""
         goal_text = _text("goal", goal, MAX_GOAL_CHARS)
         zone = "UTC" if timezone is None else _text("timezone", timezone, 64)
         parse_zone(zone)
@@ -84,7 +102,7 @@ class ScheduleBook:
         now = self.clock.now()
         schedule = Schedule(
             schedule_id=f"sched-{uuid.uuid4()}",
-            user_id=user_id,
+            user_id=principal.user_id,
             name=_default_name(goal_text) if name is None else _text("name", name, MAX_NAME_CHARS),
             goal=goal_text,
             cadence_type=kind,
@@ -96,11 +114,13 @@ class ScheduleBook:
                 else _choice("notification", notification, Notification)
             ),
             status=ScheduleStatus.ACTIVE,
-            channel_id=channel_id,
+            channel_id=principal.send_channel_id,
             next_run_at=cadence.next_after(now),
             created_at=now,
             updated_at=now,
             last_run_at=None,
+            principal=principal,
+            agent_profile=principal.agent_id in self.profiles,
         )
         self.store.insert_schedule(schedule)
         return schedule

@@ -28,6 +28,7 @@ from ._model import OutputChunk, RunRecord, RunStatus, Schedule
 from ._store import Claim, ScheduleFilter
 from ._tables import (
     EDITABLE_COLUMNS,
+    INSERT_SCHEDULE,
     LEASE_EXPIRED,
     MIGRATIONS,
     RUN_COLUMNS,
@@ -139,8 +140,7 @@ class RemoteScheduleStore:
 
     def insert_schedule(self, schedule: Schedule) -> None:
         self._execute(
-            f"INSERT INTO schedules ({SCHEDULE_COLUMNS}) VALUES"
-            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            INSERT_SCHEDULE,
             schedule_values(schedule),
         )
 

@@ -7,6 +7,10 @@ a missing one.
 
 Instants are timezone-aware :class:`~datetime.datetime` in UTC; :func:`iso` renders them
 as RFC 3339 (``2026-03-29T01:00:00Z``).
+
+A schedule keeps the whole :class:`~toolcage.policies.Principal` of the call that created
+it -- user, agent, session kind, channel, delegation chain and depth -- and its turns run
+as that principal again (in a session of their own); no argument sets or edits it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import enum
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
+from toolcage.policies import Principal
 
 
 class ScheduleError(Exception):
@@ -92,7 +98,7 @@ class Schedule:
     schedule_id: str
     """``sched-{uuid4}``."""
     user_id: str
-    """Its owner; the turn runs under this identity."""
+    """Its owner: the only user who sees, edits or deletes it (its principal's user)."""
     name: str
     """A label for searching (defaults to the start of the goal)."""
     goal: str
@@ -117,6 +123,14 @@ class Schedule:
     """When it was last changed by its owner."""
     last_run_at: datetime | None
     """When its latest run started."""
+    principal: Principal | None
+    """Who it runs as: the principal of the call that created it (its turns run in a
+    session ``schedule:ID`` of their own). ``None`` when the stored record cannot be read
+    back (or names another user than the owner): such a schedule's runs fail, it never
+    runs as anyone."""
+    agent_profile: bool
+    """Whether its agent was an ``[agents.*]`` profile when it was created: if that
+    profile is gone, its runs fail rather than run as an unrestricted agent of that id."""
 
     def to_json(self) -> dict[str, Any]:
         """The schedule as a tool result shows it (no ``user_id``)."""
@@ -130,6 +144,7 @@ class Schedule:
             "notification": self.notification.value,
             "status": self.status.value,
             "channel_id": self.channel_id,
+            "agent_id": None if self.principal is None else self.principal.agent_id,
             "next_run_at": iso(self.next_run_at),
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),

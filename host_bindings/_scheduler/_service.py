@@ -61,7 +61,7 @@ class TurnRequest:
 
     schedule: Schedule
     """The schedule as it was when the occurrence was claimed (its goal is the prompt,
-    its ``user_id`` the identity)."""
+    its ``principal`` the identity the turn runs as)."""
     run_id: str
     occurrence_at: datetime
     """The occurrence being run."""
@@ -207,10 +207,12 @@ class Scheduler:
         )
 
     async def _execute(self, claim: Claim, schedule: Schedule) -> None:
+        agent = None if schedule.principal is None else schedule.principal.agent_id
         logger.info(
-            "firing schedule %s (user %s) run %s for %s%s",
+            "firing schedule %s (user %s, agent %s) run %s for %s%s",
             schedule.schedule_id,
             schedule.user_id,
+            agent,
             claim.run_id,
             iso(claim.occurrence_at),
             f", skipping {claim.skipped} missed" if claim.skipped else "",
@@ -218,6 +220,7 @@ class Scheduler:
                 "event": "scheduler.run_started",
                 "schedule_id": schedule.schedule_id,
                 "user_id": schedule.user_id,
+                "agent_id": agent,
                 "run_id": claim.run_id,
                 "skipped": claim.skipped,
             },

@@ -31,6 +31,7 @@ from ._model import (
 from ._store import Claim, ScheduleFilter
 from ._tables import (
     EDITABLE_COLUMNS,
+    INSERT_SCHEDULE,
     LEASE_EXPIRED,
     MIGRATIONS,
     RUN_COLUMNS,
@@ -114,8 +115,7 @@ class EmbeddedScheduleStore:
     def insert_schedule(self, schedule: Schedule) -> None:
         with _translated(self._url), self._pool.write() as conn:
             conn.execute(
-                f"INSERT INTO schedules ({SCHEDULE_COLUMNS}) VALUES"
-                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                INSERT_SCHEDULE,
                 schedule_values(schedule),
             )
 

@@ -2,16 +2,21 @@
 
 Instants are stored as integer microseconds since the epoch (``*_us`` columns): exact, and
 ordered by the ``schedules_due`` index, which holds only the rows a due-scan can return.
+A schedule's principal is its :meth:`~toolcage.policies.Principal.to_record` as JSON text
+(``principal``); a record that does not read back as a principal of the row's own user
+reads as ``None``, which fails that schedule's runs and nothing else.
 Migrations are versioned under their own key in the state store's ``store_meta``.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from toolcage.host_bindings._store._protocol import StoreError
+from toolcage.policies import Principal
 
 from ._model import (
     CadenceType,
@@ -67,11 +72,28 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX schedule_runs_by_schedule ON schedule_runs (schedule_id, started_us)",
         "CREATE INDEX schedule_runs_leases ON schedule_runs (lease_us) WHERE status = 'running'",
     ),
+    # 2: the principal a schedule runs as, and whether its agent was an [agents.*] profile.
+    # Schedules made before ran as agent "default" in a main session "schedule:ID" at
+    # depth 0, whichever agent created them: exactly that is recorded, so none runs wider.
+    (
+        "ALTER TABLE schedules ADD COLUMN principal TEXT",
+        "ALTER TABLE schedules ADD COLUMN agent_profile INTEGER NOT NULL DEFAULT 0",
+        """UPDATE schedules SET principal = json_object(
+            'user_id', user_id, 'agent_id', 'default', 'session_id', 'schedule:' || schedule_id,
+            'session_kind', 'main', 'channel_id', channel_id, 'parents', json_array(),
+            'delegation_depth', 0
+        ) WHERE principal IS NULL""",
+    ),
 )
 
 SCHEDULE_COLUMNS = (
     "schedule_id, user_id, name, goal, cadence_type, cadence_value, timezone, notification,"
-    " status, channel_id, next_run_us, created_us, updated_us, last_run_us"
+    " status, channel_id, next_run_us, created_us, updated_us, last_run_us, principal,"
+    " agent_profile"
+)
+INSERT_SCHEDULE = (
+    f"INSERT INTO schedules ({SCHEDULE_COLUMNS})"
+    f" VALUES ({', '.join('?' for _ in SCHEDULE_COLUMNS.split(','))})"
 )
 RUN_COLUMNS = (
     "run_id, schedule_id, occurrence_us, status, started_us, ended_us, summary, cost,"
@@ -135,7 +157,24 @@ def schedule_values(schedule: Schedule) -> tuple[object, ...]:
         to_us(schedule.created_at),
         to_us(schedule.updated_at),
         to_us(schedule.last_run_at),
+        None if schedule.principal is None else principal_text(schedule.principal),
+        int(schedule.agent_profile),
     )
+
+
+def principal_text(principal: Principal) -> str:
+    """The stored form of a principal: its record as compact JSON."""
+    return json.dumps(principal.to_record(), ensure_ascii=False, separators=(",", ":"))
+
+
+def principal_of(text: Any, user_id: str) -> Principal | None:
+    """The principal stored as ``text`` for a row of ``user_id``; ``None`` when it is not
+    one, or is another user's (see the module docstring)."""
+    try:
+        principal = Principal.from_record(json.loads(text))
+    except (TypeError, ValueError, AttributeError):  # not JSON, not a record, bad ids
+        return None
+    return principal if principal.user_id == user_id else None
 
 
 def column_value(value: object) -> object:
@@ -147,9 +186,10 @@ def column_value(value: object) -> object:
 
 
 def schedule_row(row: Sequence[Any]) -> Schedule:
+    user_id = str(row[1])
     return Schedule(
         schedule_id=str(row[0]),
-        user_id=str(row[1]),
+        user_id=user_id,
         name=str(row[2]),
         goal=str(row[3]),
         cadence_type=CadenceType(row[4]),
@@ -162,6 +202,8 @@ def schedule_row(row: Sequence[Any]) -> Schedule:
         created_at=from_us_required(row[11]),
         updated_at=from_us_required(row[12]),
         last_run_at=from_us(row[13]),
+        principal=principal_of(row[14], user_id),
+        agent_profile=bool(row[15]),
     )
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from toolcage.host_bindings._scheduler import ManualClock, RunStatus, ScheduleBook
 from toolcage.host_bindings._scheduler._sqlite import EmbeddedScheduleStore
+from toolcage.policies import Principal
 
 from .fake_llm import API_KEY, MODEL, FakeModel, FakeModelServer, Reply
 
@@ -33,7 +34,10 @@ def due_schedule(db: Path) -> str:
         clock = ManualClock(datetime.now(UTC) - timedelta(minutes=10))
         book = ScheduleBook(store, clock=clock, min_interval_secs=60)
         schedule = book.create(
-            "ada", goal=GOAL, cadence_type="interval", cadence_value="60", channel_id="chat-7"
+            Principal("ada", channel_id="chat-7"),
+            goal=GOAL,
+            cadence_type="interval",
+            cadence_value="60",
         )
         return schedule.schedule_id
 

@@ -3,6 +3,7 @@ scripted model on 127.0.0.1, driven by the scheduler on a manual clock."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 from collections.abc import AsyncIterator
@@ -19,9 +20,9 @@ from toolcage.host_bindings._scheduler import (
     Scheduler,
 )
 from toolcage.host_bindings._scheduler._sqlite import EmbeddedScheduleStore
-from toolcage.runtime import HttpModelClient, Runtime, ToolExecutionContext, tool
+from toolcage.runtime import HttpModelClient, Principal, Runtime, ToolExecutionContext, tool
 from toolcage.runtime._channel import JsonLinesChannel
-from toolcage.runtime._scheduled_turns import NOTHING_TO_REPORT, ScheduledTurns
+from toolcage.runtime._scheduled_turns import NOTHING_TO_REPORT, SYSTEM_PROMPT, ScheduledTurns
 
 from .fake_llm import API_KEY, MODEL, FakeModel, FakeModelServer, Reply
 
@@ -78,12 +79,11 @@ async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
 
 def hourly(rig: Rig, notification: str = "conditional") -> str:
     return rig.book.create(
-        "ada",
+        Principal("ada", channel_id="chat-7"),
         goal="Check whose schedule this is",
         cadence_type="cron",
         cadence_value="0 * * * *",
         notification=notification,
-        channel_id="chat-7",
     ).schedule_id
 
 
@@ -123,3 +123,67 @@ class TestScheduledTurns:
         (run,) = rig.book.runs("ada", schedule_id)
         assert (run.status, run.summary) == (RunStatus.FAILED, "the turn stopped: max_rounds")
         assert rig.notifications()[0]["data"]["status"] == "failed"
+
+
+WRITER = """
+[agents.writer]
+tools = ["whoami", "schedule_create"]
+model = "fast"
+system_prompt = "You write briefly."
+"""
+
+
+@contextlib.asynccontextmanager
+async def writer_fired(tmp_path: Path, models: list[str]) -> AsyncIterator[list[FakeModel]]:
+    """A ``writer`` schedule fired with the host's ``default`` client and ``models`` (one
+    scripted model each, yielded in that order after the default one)."""
+    (tmp_path / "workspace").mkdir()
+    (tmp_path / "toolcage.toml").write_text(CONFIG + WRITER)
+    fakes = [FakeModel("openai_chat", False, [Reply("written")]) for _ in range(len(models) + 1)]
+    with contextlib.ExitStack() as servers:
+        clients = [
+            HttpModelClient.for_provider(
+                "openai_chat",
+                base_url=servers.enter_context(FakeModelServer(fake)),
+                api_key=API_KEY,
+                model=MODEL,
+            )
+            for fake in fakes
+        ]
+        runtime = Runtime.from_config(tmp_path / "toolcage.toml", tools=[whoami])
+        with EmbeddedScheduleStore(tmp_path / "state.db", url="sqlite:state.db") as store:
+            clock = ManualClock(START)
+            ScheduleBook(store, clock=clock, profiles={"writer"}).create(
+                Principal("ada", "writer", "chat-1", channel_id="chat-7"),
+                goal="Write the note",
+                cadence_type="cron",
+                cadence_value="0 * * * *",
+            )
+            turns = ScheduledTurns(
+                runtime, clients[0], models=dict(zip(models, clients[1:], strict=True))
+            )
+            async with runtime, contextlib.AsyncExitStack() as open_clients:
+                for client in clients:
+                    await open_clients.enter_async_context(client)
+                clock.advance(timedelta(hours=1))
+                await Scheduler(store, turns, clock=clock).fire_due()
+                yield fakes
+
+
+class TestAProfilesModel:
+    async def test_runs_the_schedule_with_the_profiles_prompt_first(self, tmp_path: Path) -> None:
+        async with writer_fired(tmp_path, ["fast"]) as (default, fast):
+            assert default.requests == []
+            (request,) = fast.requests
+            system = request.body["messages"][0]
+            assert system == {"role": "system", "content": f"You write briefly.\n\n{SYSTEM_PROMPT}"}
+
+    async def test_a_model_the_host_did_not_give_fails_the_run(self, tmp_path: Path) -> None:
+        async with writer_fired(tmp_path, ["slow"]) as (default, slow):
+            assert default.requests == slow.requests == []
+        with EmbeddedScheduleStore(tmp_path / "state.db", url="sqlite:state.db") as store:
+            book = ScheduleBook(store, clock=ManualClock(START))
+            (schedule,) = book.search("ada").schedules
+            (run,) = book.runs("ada", schedule.schedule_id)
+        assert run.status is RunStatus.FAILED
+        assert "agent 'writer' runs on model 'fast', which the host did not provide" in run.summary

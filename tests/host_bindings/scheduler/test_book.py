@@ -13,6 +13,7 @@ from toolcage.host_bindings._scheduler import (
     ScheduleValidationError,
 )
 from toolcage.host_bindings._scheduler._sqlite import EmbeddedScheduleStore
+from toolcage.policies import Principal
 
 from .conftest import START
 
@@ -25,7 +26,7 @@ def create(book: ScheduleBook, user: str = "ada", **fields: object) -> str:
         "timezone": "Europe/Paris",
         **fields,
     }
-    return book.create(user, channel_id="chat-7", **arguments).schedule_id
+    return book.create(Principal(user, channel_id="chat-7"), **arguments).schedule_id
 
 
 class TestCreate:

@@ -27,6 +27,7 @@ from toolcage.host_bindings._scheduler import (
 )
 from toolcage.host_bindings._scheduler._sqlite import EmbeddedScheduleStore
 from toolcage.host_bindings._scheduler._tables import LEASE_EXPIRED
+from toolcage.policies import Principal
 
 from .conftest import START
 
@@ -50,7 +51,7 @@ class TestTwoProcesses:
     ) -> None:
         ids = [
             book.create(
-                "ada", goal=f"task {n}", cadence_type="interval", cadence_value="60"
+                Principal("ada"), goal=f"task {n}", cadence_type="interval", cadence_value="60"
             ).schedule_id
             for n in range(SCHEDULES)
         ]
@@ -79,7 +80,7 @@ class TestKilledMidRun:
         self, book: ScheduleBook, store: EmbeddedScheduleStore, db_path: Path
     ) -> None:
         schedule_id = book.create(
-            "ada", goal="slow work", cadence_type="interval", cadence_value="60"
+            Principal("ada"), goal="slow work", cadence_type="interval", cadence_value="60"
         ).schedule_id
         store.update_schedule("ada", schedule_id, {"next_run_at": START})
         worker = start_worker("hang", db_path)

@@ -22,6 +22,7 @@ from toolcage.host_bindings._scheduler import (
 from toolcage.host_bindings._scheduler._model import iso
 from toolcage.host_bindings._scheduler._sqlite import EmbeddedScheduleStore
 from toolcage.host_bindings._scheduler._tables import LEASE_EXPIRED
+from toolcage.policies import Principal
 
 from .conftest import START
 
@@ -52,7 +53,7 @@ def hourly(book: ScheduleBook, **fields: object) -> str:
         "cadence_value": "0 * * * *",
         **fields,
     }
-    return book.create("ada", channel_id="chat-7", **arguments).schedule_id
+    return book.create(Principal("ada", channel_id="chat-7"), **arguments).schedule_id
 
 
 def scheduler(
@@ -435,7 +436,11 @@ class TestDaylightSavingRuns:
         clock = ManualClock(start)
         book = ScheduleBook(store, clock=clock)
         schedule_id = book.create(
-            "ada", goal="Back up", cadence_type="cron", cadence_value="30 2 * * *", timezone=zone
+            Principal("ada"),
+            goal="Back up",
+            cadence_type="cron",
+            cadence_value="30 2 * * *",
+            timezone=zone,
         ).schedule_id
         service = scheduler(store, clock)
         for _ in range(3 * 24 * 4):  # three days, every quarter of an hour

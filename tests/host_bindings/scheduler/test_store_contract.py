@@ -22,6 +22,7 @@ from toolcage.host_bindings._scheduler import (
     open_schedule_store,
 )
 from toolcage.host_bindings._scheduler._tables import LEASE_EXPIRED
+from toolcage.policies import Principal
 
 from ..store.libsql_server import LibsqlServer
 from .conftest import START
@@ -51,7 +52,7 @@ def any_book(any_store: ScheduleStore, clock: ManualClock) -> ScheduleBook:
 
 def hourly(book: ScheduleBook, user: str = "ada") -> str:
     return book.create(
-        user, goal="Check the feed", cadence_type="cron", cadence_value="0 * * * *"
+        Principal(user), goal="Check the feed", cadence_type="cron", cadence_value="0 * * * *"
     ).schedule_id
 
 
