@@ -117,15 +117,15 @@ class SchedulerBinding:
         return page.to_json()
 
     def edit(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
-        """Apply the request's fields to a schedule of the call's user."""
+        """Apply the request's fields to a schedule of the call's user and agent."""
         patch = {key: request[key] for key in EDITABLE if key in request}
-        schedule = self._book().edit(state.user_id, request.get("schedule_id"), patch)
+        schedule = self._book().edit(state.principal, request.get("schedule_id"), patch)
         return schedule.to_json()
 
     def delete(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
-        """Delete a schedule of the call's user and its runs."""
+        """Delete a schedule of the call's user and agent, and its runs."""
         schedule_id = request.get("schedule_id")
-        self._book().delete(state.user_id, schedule_id)
+        self._book().delete(state.principal, schedule_id)
         return {"schedule_id": schedule_id, "deleted": True}
 
     def runs(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:

@@ -19,7 +19,11 @@ A schedule is created for a :class:`~toolcage.policies.Principal` (the calling o
 and keeps it: its owner is that principal's user, its notifications go where that
 principal's messages go, and its turns run as it. Whether its agent is one of the
 ``profiles`` (the config's ``[agents.*]`` names) is recorded beside it. Every other method
-is for one user, and nothing edits the principal: :data:`EDITABLE` does not name it.
+is for one user, and nothing edits the principal: :data:`EDITABLE` does not name it. A
+principal may edit or delete only the schedules of its own agent
+(:class:`~._model.ScheduleForbidden` for another agent's, which its user still sees): a
+schedule's goal runs with its agent's tools, so a narrower agent of the same user must not
+rewrite it. The host's own tooling passes a user id and acts as the user.
 
 Arguments arrive as the guest sent them (strings, ints, ``None``) and are validated here,
 so a binding needs no checks of its own beyond JSON types. Methods are synchronous and
@@ -47,6 +51,7 @@ from ._model import (
     OutputChunk,
     RunRecord,
     Schedule,
+    ScheduleForbidden,
     ScheduleNotFound,
     ScheduleStatus,
     ScheduleValidationError,
@@ -170,7 +175,7 @@ class ScheduleBook:
             hint = "this is the last page"
         return SearchPage(tuple(rows), total, remaining, hint)
 
-    def edit(self, user_id: str, schedule_id: object, patch: Mapping[str, Any]) -> Schedule:
+    def edit(self, who: str | Principal, schedule_id: object, patch: Mapping[str, Any]) -> Schedule:
         """Apply a partial patch of :data:`EDITABLE` fields (``status``: ``active`` to resume,
         ``paused`` to pause). ``cadence_value`` alone keeps the cadence type; a new
         ``cadence_type`` needs its ``cadence_value``."""
@@ -181,7 +186,8 @@ class ScheduleBook:
             )
         if not patch:
             raise ScheduleValidationError(None, f"nothing to change; give any of {EDITABLE}")
-        current = self.get(user_id, schedule_id)
+        current = self._changeable(who, schedule_id)
+        user_id = current.principal.user_id
         changes: dict[str, object] = {}
         if "name" in patch:
             changes["name"] = _text("name", patch["name"], MAX_NAME_CHARS)
@@ -225,10 +231,27 @@ class ScheduleBook:
             raise ScheduleNotFound(f"no schedule {schedule_id!r}")
         return updated
 
-    def delete(self, user_id: str, schedule_id: object) -> None:
+    def delete(self, who: str | Principal, schedule_id: object) -> None:
         """Remove the user's schedule and its runs (a run in flight finishes unrecorded)."""
+        if isinstance(who, Principal):
+            user_id = self._changeable(who, schedule_id).principal.user_id
+        else:
+            user_id = who
         if not self.store.delete_schedule(user_id, _text("schedule_id", schedule_id, 100)):
             raise ScheduleNotFound(f"no schedule {schedule_id!r}")
+
+    def _changeable(self, who: str | Principal, schedule_id: object) -> Schedule:
+        """The schedule ``who`` may change: a user's own, or a principal's own agent's."""
+        if not isinstance(who, Principal):
+            return self.get(who, schedule_id)
+        current = self.get(who.user_id, schedule_id)
+        owner = current.principal.agent_id
+        if owner != who.agent_id:
+            raise ScheduleForbidden(
+                f"schedule {current.schedule_id!r} runs as agent {owner!r}; only that agent "
+                f"may change it, not {who.agent_id!r}"
+            )
+        return current
 
     def runs(self, user_id: str, schedule_id: object, limit: object = 5) -> list[RunRecord]:
         """The schedule's latest runs, newest first (metadata only)."""

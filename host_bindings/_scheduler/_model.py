@@ -39,6 +39,13 @@ class ScheduleValidationError(ScheduleError, ValueError):
         self.field = field
 
 
+class ScheduleForbidden(ScheduleError, PermissionError):
+    """The user's schedule belongs to another of the user's agents, which alone may change
+    it (its goal runs with that agent's tools)."""
+
+    error_type = "permission_denied"
+
+
 class ScheduleNotFound(ScheduleError, LookupError):
     """No such schedule or run for this user."""
 

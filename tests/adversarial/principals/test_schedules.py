@@ -362,24 +362,39 @@ class TestNoArgumentSetsThePrincipal:
             )
             assert forged_create.error is not None
             assert forged_create.error.kind.value == "validation_error"
-            # Another user cannot see it; its owner, through another agent, edits its goal.
+            # Another user cannot see it; its owner's other agent sees it but cannot change
+            # it, since the goal runs with the reviewer's tools.
             stranger = await runtime.execute(
                 "schedule_edit", {"schedule_id": schedule_id, "goal": "x"}, BOB_REVIEWER
             )
             assert stranger.error is not None
             assert stranger.error.kind.value == "not_found"
-            edited = await runtime.execute(
-                "schedule_edit", {"schedule_id": schedule_id, "goal": "Check again"}, ADA
-            )
-            assert not edited.is_error, edited.envelope()
+            for tool, args in (("schedule_edit", {"goal": "Check again"}), ("schedule_delete", {})):
+                other_agent = await runtime.execute(tool, {"schedule_id": schedule_id, **args}, ADA)
+                assert other_agent.error is not None
+                assert other_agent.error.kind.value == "permission_denied", other_agent.envelope()
+                assert "agent 'reviewer'" in other_agent.error.message
             rig.model.script[:] = [Reply(calls=[("c1", "whoami", "{}")]), Reply("checked")]
             (run,) = await rig.fire(runtime)
             (stored,) = rig.schedules(runtime)
         assert run.status is RunStatus.SUCCEEDED, run.summary
         assert stored.principal == ADA_REVIEWER.principal
-        assert rig.model.requests[0].body["messages"][-1]["content"] == "Check again"
+        assert rig.model.requests[0].body["messages"][-1]["content"] == stored.goal
+        assert stored.goal != "Check again"
         assert rig.offered(0) == set(REVIEWER_TOOLS)
         assert ran_for == []
+
+    async def test_another_agent_of_the_same_user_cannot_rewrite_its_goal(self, rig: Rig) -> None:
+        async with rig.runtime() as runtime:
+            made = await create(runtime, ADA)
+            rewrite = {"schedule_id": made["schedule_id"], "goal": "Delete everything"}
+            refused = await runtime.execute("schedule_edit", rewrite, context("ada", "ops"))
+            assert refused.error is not None
+            assert refused.error.kind.value == "permission_denied"
+            own = await runtime.execute("schedule_edit", {**rewrite, "goal": "Check twice"}, ADA)
+            assert not own.is_error, own.envelope()
+            (stored,) = rig.schedules(runtime)
+        assert stored.goal == "Check twice"
 
 
 OLD_ROW = (
