@@ -187,7 +187,7 @@ class ScheduleBook:
         if not patch:
             raise ScheduleValidationError(None, f"nothing to change; give any of {EDITABLE}")
         current = self._changeable(who, schedule_id)
-        user_id = current.principal.user_id
+        user_id = current.user_id
         changes: dict[str, object] = {}
         if "name" in patch:
             changes["name"] = _text("name", patch["name"], MAX_NAME_CHARS)
@@ -234,17 +234,27 @@ class ScheduleBook:
     def delete(self, who: str | Principal, schedule_id: object) -> None:
         """Remove the user's schedule and its runs (a run in flight finishes unrecorded)."""
         if isinstance(who, Principal):
-            user_id = self._changeable(who, schedule_id).principal.user_id
+            user_id = self._changeable(who, schedule_id, deleting=True).user_id
         else:
             user_id = who
         if not self.store.delete_schedule(user_id, _text("schedule_id", schedule_id, 100)):
             raise ScheduleNotFound(f"no schedule {schedule_id!r}")
 
-    def _changeable(self, who: str | Principal, schedule_id: object) -> Schedule:
-        """The schedule ``who`` may change: a user's own, or a principal's own agent's."""
+    def _changeable(
+        self, who: str | Principal, schedule_id: object, *, deleting: bool = False
+    ) -> Schedule:
+        """The schedule ``who`` may change: a user's own, or a principal's own agent's (one
+        whose stored principal is damaged never runs, so any agent of its user deletes it)."""
         if not isinstance(who, Principal):
             return self.get(who, schedule_id)
         current = self.get(who.user_id, schedule_id)
+        if current.principal is None:
+            if deleting:
+                return current
+            raise ScheduleForbidden(
+                f"schedule {current.schedule_id!r} cannot be changed: its stored principal "
+                "is damaged, so it never runs; delete it and create it again"
+            )
         owner = current.principal.agent_id
         if owner != who.agent_id:
             raise ScheduleForbidden(
