@@ -266,6 +266,12 @@ class TestShell:
                 )
                 assert answer["created"] is True
                 assert answer["stdout"] == "/workspace\n"
+                # the same name for ada is her session, where she left it
+                hers = await client.request(
+                    "exec", session=session, user="ada", agent="lead", command="pwd", timeout=10
+                )
+                assert hers["created"] is False
+                assert hers["stdout"] == "/workspace/deep\n"
                 for hostile in ("../ada", "..", "ada/.."):
                     await client.request(
                         "exec", session="s", user=hostile, agent="x", command="touch x", timeout=10
