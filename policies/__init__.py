@@ -26,6 +26,7 @@ from ._egress import (
     EgressViolation,
     WebSearchConfig,
 )
+from ._host_template import HostTemplate
 from ._images import ImagesConfig
 from ._limits import ToolLimits, ToolLimitsTable
 from ._mcp import McpConfig, McpServerConfig
@@ -74,6 +75,7 @@ __all__ = [
     "EmbedderConfig",
     "GrantedMount",
     "HopCredentials",
+    "HostTemplate",
     "ImagesConfig",
     "LimitsConfig",
     "LoopLimits",

@@ -9,13 +9,17 @@ refuses it with a :class:`~toolcage.policies.ConfigError` naming each problem's 
   ``[agents.*].tools``, a mount area's ``tools``, ``[egress.tools.NAME]``,
   ``[egress.grants]`` and a rate limit's ``tools``;
 - every mount's host directory exists and is a directory, unless its area says
-  ``create = true``; no two mounts share a host directory or nest one in the other;
-- the shell's workspace, when it exists, is a directory;
-- with ``[state]`` enabled: the vault directory exists and no mount reaches it or the
-  embedded store's file (a guest must never read the vault or other users' notes), and
-  the environment variables the section names for secrets are set; with ``[state]``
-  disabled and ``[rate_limits]`` configured, no mount reaches the store's file (which
-  holds the counters).
+  ``create = true``; no two mounts share a host directory or nest one in the other --
+  for hosts naming the principal (``users/{user}``), for any principals
+  (:func:`~toolcage.policies._host_template.may_overlap`);
+- the shell's workspace, when it exists, is a directory (for one naming the principal, the
+  directory it is made in); a workspace or mount naming the principal is either the same
+  template as the other or apart from it for every principal;
+- with ``[state]`` enabled: the vault directory exists and no mount (nor a shell workspace
+  naming the principal) reaches it or the embedded store's file (a guest must never read
+  the vault or other users' notes), and the environment variables the section names for
+  secrets are set; with ``[state]`` disabled and ``[rate_limits]`` configured, no mount
+  reaches the store's file (which holds the counters).
 
 Nothing is created here: directories an area may create are made on first use.
 """
@@ -24,9 +28,10 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Collection, Iterator
-from pathlib import Path
 
-from toolcage.policies import ConfigError, ShellMode, ToolcageConfig
+from toolcage.policies import ConfigError, HostTemplate, ShellMode, ToolcageConfig
+from toolcage.policies._host_template import may_overlap
+from toolcage.policies._mounts import overlap_message
 from toolcage.policies._rate_limits import CLASSES as RATE_LIMIT_CLASSES
 
 
@@ -66,37 +71,51 @@ def _suggestion(name: str, tools: Collection[str]) -> str:
 
 def _mount_problems(config: ToolcageConfig) -> Iterator[str]:
     configured = bool(config.mounts.areas)
-    seen: list[tuple[str, Path]] = []
+    seen: list[HostTemplate] = []
     for index, area in enumerate(config.mounts.effective_areas):
         where = f"mounts.areas.{index}.host" if configured else f"the default mount {area.guest}"
-        host = (config.base_dir / area.host).resolve()
+        template = HostTemplate.parse(area.host).absolute(config.base_dir)
+        host = template.fixed
         if host.exists() and not host.is_dir():
             yield f"{where}: {host} is not a directory"
             continue
         if not host.exists() and not area.create:
             yield f"{where}: {host} does not exist (create it, or set create = true)"
             continue
-        for other_where, other in seen:
-            if host == other or host.is_relative_to(other) or other.is_relative_to(host):
-                yield (
-                    f"{where}: {host} overlaps {other} ({other_where}); a host directory may "
-                    "be mounted only once and not inside another"
-                )
+        for other_index, other in enumerate(seen):
+            if may_overlap(template, other):
+                yield f"{where}: {overlap_message(template, other, other_index)}"
                 break
-        seen.append((where, host))
+        seen.append(template)
 
 
 def _shell_problems(config: ToolcageConfig) -> Iterator[str]:
     if config.shell.mode is ShellMode.DISABLED:
         return
-    workspace = config.shell.workspace_path(config.base_dir)
-    if workspace.exists() and not workspace.is_dir():
-        yield f"shell.workspace: {workspace} is not a directory"
+    workspace = config.shell.workspace_template(config.base_dir)
+    if workspace.fixed.exists() and not workspace.fixed.is_dir():
+        yield f"shell.workspace: {workspace.fixed} is not a directory"
+    for area in config.mounts.effective_areas:
+        mount = HostTemplate.parse(area.host).absolute(config.base_dir)
+        if not (workspace.per_principal or mount.per_principal) or mount == workspace:
+            continue  # the same directory for the same principal, or no principal named
+        if may_overlap(workspace, mount):
+            yield (
+                f"shell.workspace: {workspace} may be the same directory as the mount of "
+                f"{area.guest} ({mount}), or hold it or lie inside it, for some user or "
+                "agent; name the same directory in both, or directories apart"
+            )
 
 
 def _state_problems(config: ToolcageConfig) -> Iterator[str]:
     state = config.state
-    mounts = [(config.base_dir / area.host).resolve() for area in config.mounts.effective_areas]
+    mounts = [
+        HostTemplate.parse(area.host).absolute(config.base_dir)
+        for area in config.mounts.effective_areas
+    ]
+    workspace = config.shell.workspace_template(config.base_dir)
+    if workspace.per_principal and config.shell.mode is not ShellMode.DISABLED:
+        mounts.append(workspace)  # commands see their user's workspace as guests their mounts
     if not state.enabled:  # rate limits keep their counters in the store all the same
         if config.rate_limits:
             yield from _store_in_mounts(config, mounts)
@@ -106,7 +125,7 @@ def _state_problems(config: ToolcageConfig) -> Iterator[str]:
         if not vault.is_dir():
             yield f"state.vault.dir: {vault} is not a directory"
         for host in mounts:
-            if vault == host or vault.is_relative_to(host) or host.is_relative_to(vault):
+            if may_overlap(HostTemplate(vault), host):
                 yield f"state.vault.dir: {vault} overlaps the mounted {host}; guests would see it"
     yield from _store_in_mounts(config, mounts)
     for secret in (state.token, state.embedder.key):
@@ -116,10 +135,10 @@ def _state_problems(config: ToolcageConfig) -> Iterator[str]:
             yield str(exc)
 
 
-def _store_in_mounts(config: ToolcageConfig, mounts: list[Path]) -> Iterator[str]:
+def _store_in_mounts(config: ToolcageConfig, mounts: list[HostTemplate]) -> Iterator[str]:
     path = config.state.embedded_path(config.base_dir)
     if path is not None:
-        file = path.resolve()
+        file = HostTemplate(path.resolve())
         for host in mounts:
-            if file.is_relative_to(host):
+            if len(file.parts) >= len(host.parts) and may_overlap(file, host):
                 yield f"state.url: {file} is inside the mounted {host}; guests would read it"

@@ -3,7 +3,8 @@
 A tool that takes paths says which arguments are paths and whether it reads, writes or
 deletes through them (``path_arguments``, e.g. ``{"path": "read"}``). Before such a tool
 runs, each of those arguments is canonicalised against the mounts the tool is granted
-(:func:`toolcage.policies.canonical_guest_path`) and replaced by the canonical guest path;
+(:func:`toolcage.policies.canonical_guest_path`) and replaced by the canonical guest path
+-- the mounts of the call's principal, where a mount's host directory names it;
 a path that leaves the mounts, or writes to a read-only one, ends the call with
 ``permission_denied`` naming the allowed roots, and text that is no usable path at all
 (empty, too long, a NUL byte) with ``validation_error`` naming the argument. Tools without
@@ -57,16 +58,16 @@ class PathCheck:
     def check(
         self, tool: Tool, args: Mapping[str, Any], ctx: ToolExecutionContext
     ) -> Mapping[str, Any]:
-        """The arguments with each path canonicalised, or :class:`PermissionDeniedError`
-        (:class:`ToolValidationError` for a malformed path)."""
-        del ctx
+        """The arguments with each path canonicalised against the mounts of the call's
+        principal, or :class:`PermissionDeniedError` (:class:`ToolValidationError` for a
+        malformed path)."""
         # An attribute lookup, not isinstance(): a Protocol check costs microseconds a call.
         path_arguments: Mapping[str, PathNeed] | None = getattr(tool, "path_arguments", None)
         if not path_arguments:
             return args
         name = tool.schema().name
         try:
-            mounts = self.policy.mounts_for(name, tool.safety_tier.value)
+            mounts = self.policy.mounts_for(name, tool.safety_tier.value, ctx.principal)
         except MountError as exc:
             raise ToolExecutionError(f"the mounts are misconfigured: {exc}") from exc
         checked = dict(args)

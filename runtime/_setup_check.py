@@ -14,7 +14,8 @@ for a failure what to do about it -- in the order a call would meet them:
     as root, that ``shell.sandbox_uid`` can reach the workspace;
 ``workspace``
     the uid commands run as (``shell.sandbox_uid`` when the sidecar runs as root) can reach
-    the workspace and write to it;
+    the workspace and write to it (a workspace naming the principal: the directory each
+    principal's is made in exists; the sidecar makes each for that uid);
 ``egress``
     the egress rules of every tool resolve, and the search provider is described;
 ``state``
@@ -37,7 +38,7 @@ from typing import Literal, TextIO
 
 import anyio
 from toolcage.host_bindings import StateServices, StoreError
-from toolcage.policies import ConfigError, EgressPolicy, ShellMode
+from toolcage.policies import ConfigError, EgressPolicy, HostTemplate, ShellMode
 
 from ._errors import ToolError, UsageError
 from ._runtime import Runtime
@@ -166,8 +167,8 @@ async def _sidecar(runtime: Runtime) -> AsyncIterator[CheckResult]:
         yield CheckResult("sidecar", "skip", "this runtime has no shell")
         yield CheckResult("workspace", "skip", "this runtime has no shell")
         return
-    if not tool.workspace.exists():
-        tool.workspace.mkdir(parents=True, exist_ok=True)  # as the first command would
+    if not tool.template.fixed.exists():
+        tool.template.make_fixed()  # as the first command would
     try:
         await call_sidecar(tool.sidecar, "ping", {}, PROBE_SECONDS)
     except ToolError as exc:
@@ -180,14 +181,27 @@ async def _sidecar(runtime: Runtime) -> AsyncIterator[CheckResult]:
         )
     else:
         yield CheckResult("sidecar", "ok", "the shell daemon started and ran `true` in its sandbox")
-    yield _workspace(runtime, tool.workspace)
+    yield _workspace(runtime, tool.template)
 
 
-def _workspace(runtime: Runtime, workspace: Path) -> CheckResult:
+def _workspace(runtime: Runtime, template: HostTemplate) -> CheckResult:
     """Whether the uid commands run as may search its way down to the workspace and write
-    in it, from the modes and owners on the way (as the kernel decides, ACLs aside)."""
+    in it, from the modes and owners on the way (as the kernel decides, ACLs aside). A
+    workspace per principal is made by the sidecar for that uid, beneath a directory the
+    sidecar checked that uid can reach when it started: only that directory is looked at."""
     sandboxed_root = os.geteuid() == 0 and runtime.config.shell.mode is ShellMode.SANDBOXED
     uid = runtime.config.shell.sandbox_uid if sandboxed_root else os.geteuid()
+    workspace = template.fixed
+    if template.per_principal:
+        if not workspace.is_dir():
+            return CheckResult(
+                "workspace", "FAIL", f"{workspace} is not a directory", "remove or replace it"
+            )
+        return CheckResult(
+            "workspace",
+            "ok",
+            f"each principal's workspace ({template}) is made on its first command, for uid {uid}",
+        )
     gid = uid if sandboxed_root else os.getegid()  # the sidecar starts bwrap as uid:uid
     for directory in (*reversed(workspace.parents), workspace):
         if not _allows(directory, uid, gid, stat.S_IXOTH):

@@ -8,7 +8,10 @@ The runtime's checks answer early; the sidecar checks every command again agains
 same ``[shell]`` config, and its refusal (error code ``policy``) is a ``permission_denied``
 too.
 Each conversation (``ctx.session_id``) has its own shell sessions; ``session_id`` names
-one of them, so a model can keep a build directory and a server directory apart.
+one of them, so a model can keep a build directory and a server directory apart. Every
+request names the call's user and agent, so that a workspace naming the principal
+(``[shell] workspace = "users/{user}/workspace"``) is the caller's own: the sidecar picks
+and makes that directory itself (:mod:`toolcage.sidecar._workspaces`).
 
 With ``[shell] mode = "disabled"``, ``shell_exec`` is still listed and answers every call
 with ``permission_denied``, so a model learns the shell is off instead of that it is
@@ -32,6 +35,7 @@ from typing import Any
 
 import anyio
 from toolcage.policies import (
+    HostTemplate,
     ShellConfig,
     ShellMode,
     ShellPolicy,
@@ -107,6 +111,8 @@ class ShellExecTool:
     ) -> None:
         self.config = config
         self.workspace = workspace
+        """The workspace (with its placeholders, when it names the principal)."""
+        self.template = HostTemplate.parse(workspace)
         self.sidecar = sidecar
         """``None`` when the shell is disabled."""
         guest = "/workspace" if config.mode is not ShellMode.HOST else str(workspace)
@@ -185,14 +191,17 @@ class ShellExecTool:
         timeout = min(float(args.get("timeout") or limits.timeout), limits.max_timeout)
         request: dict[str, Any] = {
             "session": session,
+            "user": ctx.principal.user_id,
+            "agent": ctx.principal.agent_id,
             "command": command,
             "timeout": timeout,
             "output_bytes": self.output_bytes,
         }
         if args.get("background"):
             request["background"] = True
-        if not self.workspace.exists():
-            self.workspace.mkdir(parents=True, exist_ok=True)
+        if not self.template.fixed.exists():
+            # the sidecar needs it to start; it makes each user's own directory beneath it
+            self.template.make_fixed()
         response = await call_sidecar(self.sidecar, "exec", request, timeout)
         if "job" in response:
             text = (
@@ -244,7 +253,12 @@ class ShellJobTool:
         )
 
     async def execute(self, args: Mapping[str, Any], ctx: ToolExecutionContext) -> ToolResult:
-        request = {"session": session_key(ctx, args.get("session_id")), "job": args["job_id"]}
+        request = {
+            "session": session_key(ctx, args.get("session_id")),
+            "job": args["job_id"],
+            "user": ctx.principal.user_id,
+            "agent": ctx.principal.agent_id,
+        }
         if args.get("action", "output") == "kill":
             response = await call_sidecar(self.sidecar, "kill", request, 10.0)
             return ToolResult.text(

@@ -39,6 +39,7 @@ from ._server import (
     prepare_socket_path,
 )
 from ._service import ShellService
+from ._workspaces import Workspaces
 
 logger = logging.getLogger("toolcage.sidecar")
 
@@ -111,12 +112,18 @@ def _server(
     extra_uids: list[int],
     skip_policy: bool = False,
 ) -> SidecarServer:
-    workspace = config.workspace_path(base_dir)
+    template = config.workspace_template(base_dir)
+    per_principal = template.per_principal
+    workspace = template.fixed
     if config.mode is ShellMode.DISABLED:
         raise StartupError("the shell is disabled (shell.mode = 'disabled')")
     if not workspace.is_dir():
-        raise StartupError(f"the workspace {workspace} is not a directory")
+        what = "the directory above each user's workspace" if per_principal else "the workspace"
+        raise StartupError(f"{what} {workspace} is not a directory")
     sandbox: Sandbox
+    root = os.geteuid() == 0 and config.mode is ShellMode.SANDBOXED
+    run_as = config.sandbox_uid if root else None
+    workspaces = Workspaces(template, owner_uid=run_as)
     if config.mode is ShellMode.HOST:
         logger.warning(
             "UNSAFE: shell mode 'host' runs commands directly on this machine as uid %d, "
@@ -126,10 +133,12 @@ def _server(
         )
         sandbox = UnsafeHostShell(workspace, config.limits)
     else:
-        run_as = config.sandbox_uid if os.geteuid() == 0 else None
         try:
             sandbox = BubblewrapSandbox(
-                workspace, config.limits, network=config.network, run_as=run_as
+                None if per_principal else workspace,
+                config.limits,
+                network=config.network,
+                run_as=run_as,
             )
         except FileNotFoundError:
             raise StartupError(
@@ -137,13 +146,16 @@ def _server(
                 "(make system-deps), or set shell.mode = 'host' to run commands unsandboxed"
             ) from None
         if run_as is not None:
+            workspaces.let_pass()  # bwrap, as run_as, passes the parent of each workspace
             _check_reachable(workspace, run_as)
-            _check_writable(workspace, run_as)
+            if not per_principal:  # one made per principal is given to run_as
+                _check_writable(workspace, run_as)
     service = ShellService(
         sandbox,
         config.limits,
         extra_env=config.env,
         kill_leftovers=config.mode is ShellMode.HOST,
+        workspaces=workspaces,
     )
     policy: CommandCheck = ShellPolicy.from_config(config, workspace=str(sandbox.root))
     if skip_policy:
@@ -202,8 +214,9 @@ async def _serve(server: SidecarServer, exit_with_stdin: bool) -> None:
 async def _probe(server: SidecarServer) -> None:
     """Run ``true`` in the sandbox: a sidecar that cannot run commands must not start."""
     name = "toolcage-startup-probe"
-    result = await server.service.exec(name, "true", 30.0, 4096)
-    await server.service.close(name)
+    with server.service.workspaces.scratch() as owner:
+        result = await server.service.exec(name, "true", 30.0, 4096, owner)
+        await server.service.close(name, owner)
     if result["exit_code"] != 0:
         detail = (result["stderr"] or result["stdout"]).strip() or f"exit {result['exit_code']}"
         raise StartupError(f"the sandbox cannot run commands: {detail}")

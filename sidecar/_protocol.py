@@ -17,6 +17,11 @@ Requests and responses
     come back as each finishes. Closing the connection kills the commands it started
     (background jobs excepted).
 
+    Every request but ``ping`` may name the principal it is for, ``user`` and ``agent``
+    (raw ids); a workspace that names the principal (``users/{user}``) needs the ids it
+    names, and sessions and jobs are kept per owner of a workspace, so the same session
+    name of two users is two sessions (see :mod:`._workspaces`).
+
     ``ping`` -> ``{}``
     ``open`` ``{session}`` -> ``{cwd, created}``: a session keeps a working directory
     inside the workspace and exported variables from one command to the next.

@@ -6,7 +6,9 @@ cgroup and (unless the operator shares it) network namespaces::
     /usr, /bin, /lib*    read-only from the host
     /etc                 copies of loader, time-zone and lookup files, a synthetic passwd
                          and group (one read-only directory staged when the sidecar starts)
-    /workspace           the workspace, read-write (the only host data it sees)
+    /workspace           the workspace, read-write (the only host data it sees): the
+                         runtime's, or the one of the principal the command runs for
+                         (see :mod:`._workspaces`)
     /tmp                 a fresh tmpfs of limited size
     /proc, /dev          the sandbox's own (it sees only its own processes)
 
@@ -188,8 +190,16 @@ class Sandbox(Protocol):
     """The workspace as commands see it."""
 
     def spawn(
-        self, command: str, cwd: PurePosixPath, env: Mapping[str, str], report_fd: int
-    ) -> Spawn: ...
+        self,
+        command: str,
+        cwd: PurePosixPath,
+        env: Mapping[str, str],
+        report_fd: int,
+        workspace: Path | None = None,
+    ) -> Spawn:
+        """The command's :class:`Spawn`; ``workspace``, the host directory to work in, or
+        ``None`` for the sandbox's own workspace."""
+        ...
 
     def close(self) -> None:
         """Release what the sandbox holds."""
@@ -202,7 +212,7 @@ class BubblewrapSandbox:
 
     def __init__(
         self,
-        workspace: Path,
+        workspace: Path | None,
         limits: ShellLimits,
         *,
         network: bool,
@@ -210,6 +220,7 @@ class BubblewrapSandbox:
         bwrap: str | None = None,
     ) -> None:
         self.workspace = workspace
+        """The workspace every command binds; ``None``: each command brings its own."""
         self.limits = limits
         self.network = network
         self.run_as = run_as
@@ -226,6 +237,8 @@ class BubblewrapSandbox:
             mount_points=_ETC_NETWORK if network else (),
         )
         self._fixed = self._fixed_arguments()
+        chdir = self._fixed.index("--chdir")
+        self._mounts, self._command = self._fixed[:chdir], self._fixed[chdir:]
 
     def close(self) -> None:
         """Remove the staged files (commands started after this fail)."""
@@ -252,8 +265,9 @@ class BubblewrapSandbox:
         args += [
             "--proc", "/proc", "--dev", "/dev",
             "--size", str(self.limits.tmp_bytes), "--perms", "1777", "--tmpfs", "/tmp",  # noqa: S108
-            "--bind", str(self.workspace), str(GUEST_WORKSPACE),
         ]  # fmt: skip
+        if self.workspace is not None:
+            args += ["--bind", str(self.workspace), str(GUEST_WORKSPACE)]
         if self.git_paths:
             args += ["--ro-bind", self.git_paths[0], "/run/toolcage/git"]
         # the guard stands in for git wherever git is found: on PATH and in its exec path,
@@ -265,10 +279,22 @@ class BubblewrapSandbox:
         return args
 
     def spawn(
-        self, command: str, cwd: PurePosixPath, env: Mapping[str, str], report_fd: int
+        self,
+        command: str,
+        cwd: PurePosixPath,
+        env: Mapping[str, str],
+        report_fd: int,
+        workspace: Path | None = None,
     ) -> Spawn:
         script = prelude(self.limits, root=str(GUEST_WORKSPACE), report_fd=report_fd)
-        args = [*self._fixed, script, "toolcage", command, str(GUEST_WORKSPACE / cwd)]
+        tail = [script, "toolcage", command, str(GUEST_WORKSPACE / cwd)]
+        if workspace is None:
+            if self.workspace is None:
+                raise ValueError("this sandbox has no workspace of its own; pass one")
+            args = [*self._fixed, *tail]
+        else:
+            bind = ["--bind", str(workspace), str(GUEST_WORKSPACE)]
+            args = [*self._mounts, *bind, *self._command, *tail]
         return Spawn(args, dict(env), pass_fds=[report_fd], user=self.run_as, group=self.run_as)
 
 
@@ -288,8 +314,15 @@ class UnsafeHostShell:
         """Nothing to release."""
 
     def spawn(
-        self, command: str, cwd: PurePosixPath, env: Mapping[str, str], report_fd: int
+        self,
+        command: str,
+        cwd: PurePosixPath,
+        env: Mapping[str, str],
+        report_fd: int,
+        workspace: Path | None = None,
     ) -> Spawn:
+        if workspace is not None:  # a host-mode workspace never names the principal
+            raise ValueError("commands on the host work in the one workspace only")
         script = prelude(self.limits, root=str(self.workspace), report_fd=report_fd)
         argv = [BASH, "--noprofile", "--norc", "-c", script, "toolcage", command]
         argv.append(str(self.workspace / cwd))

@@ -11,6 +11,9 @@ shell policy the daemon was started with (built from the operator's ``[shell]`` 
 never from anything a peer sends) before a sandbox is started for it; a refusal answers
 with the error code ``policy`` (:data:`._protocol.POLICY_REFUSED`). A peer that skips the
 runtime and speaks to the socket directly meets the same policy.
+
+Each request's ``user`` and ``agent`` say whose workspace it works in when the workspace
+names the principal; the service keeps sessions and jobs per owner (:mod:`._workspaces`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from toolcage.policies import ShellPolicyViolation
 
 from ._protocol import POLICY_REFUSED, PROTOCOL, VERSION, FrameStream, ProtocolError, error
 from ._service import ServiceError, ShellService
+from ._workspaces import Owner
 
 logger = logging.getLogger("toolcage.sidecar")
 
@@ -268,16 +272,26 @@ class SidecarServer:
     async def _ping(self, message: dict[str, Any]) -> dict[str, Any]:
         return {"sessions": len(self.service.sessions), "jobs": len(self.service.jobs)}
 
+    def _owner(self, message: dict[str, Any]) -> Owner:
+        """Whose workspace the request is for (``()``: the shared one)."""
+        try:
+            return self.service.workspaces.owner(message.get("user"), message.get("agent"))
+        except ValueError as exc:
+            raise ServiceError("bad_request", str(exc)) from None
+
     async def _open(self, message: dict[str, Any]) -> dict[str, Any]:
-        session, created = self.service.open(_text(message, "session", 256))
+        owner = self._owner(message)
+        session, created = self.service.open(_text(message, "session", 256), owner)
         return {"cwd": self.service.guest_cwd(session), "created": created}
 
     async def _close(self, message: dict[str, Any]) -> dict[str, Any]:
-        await self.service.close(_text(message, "session", 256))
+        owner = self._owner(message)
+        await self.service.close(_text(message, "session", 256), owner)
         return {}
 
     async def _exec(self, message: dict[str, Any]) -> dict[str, Any]:
         limits = self.service.limits
+        owner = self._owner(message)
         session = _text(message, "session", 256)
         command = _text(message, "command", MAX_COMMAND_BYTES)
         try:
@@ -288,18 +302,20 @@ class SidecarServer:
             _number(message, "output_bytes", limits.output_bytes, 1, limits.output_bytes)
         )
         if message.get("background", False) is True:
-            return await self.service.start_job(session, command, output_bytes)
+            return await self.service.start_job(session, command, output_bytes, owner)
         timeout = _number(message, "timeout", limits.timeout, 0.001, limits.max_timeout)
-        return await self.service.exec(session, command, timeout, output_bytes)
+        return await self.service.exec(session, command, timeout, output_bytes, owner)
 
     async def _poll(self, message: dict[str, Any]) -> dict[str, Any]:
         wait = _number(message, "wait", 0.0, 0.0, 60.0)
+        owner = self._owner(message)
         session = _text(message, "session", 256)
-        return await self.service.poll(_text(message, "job", 64), session, wait)
+        return await self.service.poll(_text(message, "job", 64), session, wait, owner)
 
     async def _kill(self, message: dict[str, Any]) -> dict[str, Any]:
+        owner = self._owner(message)
         session = _text(message, "session", 256)
-        return await self.service.kill(_text(message, "job", 64), session)
+        return await self.service.kill(_text(message, "job", 64), session, owner)
 
 
 async def _send(frames: FrameStream, message: dict[str, Any]) -> bool:

@@ -7,6 +7,11 @@ out of the workspace or an assignment to a protected name is not carried over.
 Concurrent commands of one session each start from the state before them; the last one
 to finish sets the next state.
 
+Sessions are kept by owner and name: the owner (:mod:`._workspaces`) is nobody when the
+workspace is shared, else the user (or user and agent) whose workspace it is. A command
+binds its session's owner's workspace, and a job answers only its own session and owner,
+so two owners never share a session, a job's output or a file.
+
 The service runs what it is given: the shell policy is the server's to apply
 (:mod:`._server` checks every command a peer sends before it reaches
 :meth:`ShellService.exec` or :meth:`ShellService.start_job`).
@@ -34,6 +39,7 @@ from toolcage.policies import ShellLimits, protected_env_reason
 from ._output import HeadTail, Ring
 from ._process import Running, finish, kill_group, start, supervise, watch
 from ._sandbox import PATH, Sandbox
+from ._workspaces import Owner, Workspaces
 
 logger = logging.getLogger("toolcage.sidecar")
 
@@ -65,6 +71,8 @@ class ShellSession:
     """A session's state between commands."""
 
     name: str
+    owner: Owner = ()
+    """Whose workspace its commands work in (see :mod:`._workspaces`)."""
     cwd: PurePosixPath = WORKSPACE_ROOT
     """Relative to the workspace root."""
     env: dict[str, str] = field(default_factory=dict)
@@ -77,6 +85,7 @@ class Job:
 
     id: str
     session: str
+    owner: Owner
     running: Running
     stdout: Ring
     stderr: Ring
@@ -112,12 +121,15 @@ class ShellService:
         *,
         extra_env: Mapping[str, str] | None = None,
         kill_leftovers: bool = False,
+        workspaces: Workspaces | None = None,
     ) -> None:
         self.sandbox = sandbox
+        self.workspaces = Workspaces() if workspaces is None else workspaces
+        """Which workspace each owner's commands bind (the sandbox's own, by default)."""
         self.limits = limits
         self.base_env = {**BASE_ENV, **(extra_env or {})}
         self.kill_leftovers = kill_leftovers
-        self.sessions: dict[str, ShellSession] = {}
+        self.sessions: dict[tuple[Owner, str], ShellSession] = {}
         """In order of last use (the first is the least recently used)."""
         self.jobs: dict[str, Job] = {}
         self._slots = anyio.CapacityLimiter(limits.concurrent_commands)
@@ -126,25 +138,26 @@ class ShellService:
 
     # -- sessions ---------------------------------------------------------------------------
 
-    def open(self, name: str) -> tuple[ShellSession, bool]:
-        session = self.sessions.pop(name, None)
+    def open(self, name: str, owner: Owner = ()) -> tuple[ShellSession, bool]:
+        key = (owner, name)
+        session = self.sessions.pop(key, None)
         if session is not None:
-            self.sessions[name] = session  # now the most recently used
+            self.sessions[key] = session  # now the most recently used
             return session, False
         if len(self.sessions) >= self.limits.sessions:
             idle = next((s for s in self.sessions.values() if not s.jobs), None)
             if idle is None:
                 raise ServiceError("busy", f"{len(self.sessions)} sessions have running jobs")
-            del self.sessions[idle.name]
-        session = self.sessions[name] = ShellSession(name)
+            del self.sessions[(idle.owner, idle.name)]
+        session = self.sessions[key] = ShellSession(name, owner)
         return session, True
 
-    async def close(self, name: str) -> None:
-        session = self.sessions.pop(name, None)
+    async def close(self, name: str, owner: Owner = ()) -> None:
+        session = self.sessions.pop((owner, name), None)
         if session is None:
             raise ServiceError("no_session", f"no session {name!r}")
         for job_id in list(session.jobs):
-            await self.kill(job_id, name)
+            await self.kill(job_id, name, owner)
 
     def guest_cwd(self, session: ShellSession) -> str:
         return str(self.sandbox.root / session.cwd)
@@ -152,9 +165,9 @@ class ShellService:
     # -- commands ---------------------------------------------------------------------------
 
     async def exec(
-        self, name: str, command: str, seconds: float, output_bytes: int
+        self, name: str, command: str, seconds: float, output_bytes: int, owner: Owner = ()
     ) -> dict[str, Any]:
-        session, created = self.open(name)
+        session, created = self.open(name, owner)
         stdout, stderr = HeadTail(output_bytes), HeadTail(output_bytes)
         started = time.monotonic()
         try:
@@ -166,7 +179,7 @@ class ShellService:
             exit_code, timed_out, report = await supervise(running, stdout, stderr, seconds)
         finally:
             self._slots.release()
-        if report is not None and name in self.sessions:
+        if report is not None and (owner, name) in self.sessions:
             self._carry(session, report.cwd, report.env)
         return {
             "exit_code": exit_code,
@@ -182,10 +195,15 @@ class ShellService:
 
     async def _start(self, session: ShellSession, command: str) -> Running:
         env = {**session.env, **self.base_env}
+        try:
+            workspace = self.workspaces.path(session.owner)
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+            raise ServiceError("workspace", f"the workspace cannot be reached: {reason}") from None
         read_fd, write_fd = os.pipe()
         os.set_blocking(read_fd, False)
         try:
-            spawn = self.sandbox.spawn(command, session.cwd, env, write_fd)
+            spawn = self.sandbox.spawn(command, session.cwd, env, write_fd, workspace)
         except BaseException:
             os.close(read_fd)
             os.close(write_fd)
@@ -212,15 +230,22 @@ class ShellService:
 
     # -- background jobs --------------------------------------------------------------------
 
-    async def start_job(self, name: str, command: str, output_bytes: int) -> dict[str, Any]:
+    async def start_job(
+        self, name: str, command: str, output_bytes: int, owner: Owner = ()
+    ) -> dict[str, Any]:
         if self.jobs_group is None:
             raise ServiceError("unavailable", "background jobs are not available")
         if sum(job.exit_code is None for job in self.jobs.values()) >= self.limits.background_jobs:
             raise ServiceError("busy", f"{self.limits.background_jobs} background jobs already run")
-        session, created = self.open(name)
+        session, created = self.open(name, owner)
         running = await self._start(session, command)
         job = Job(
-            "job-" + secrets.token_hex(6), name, running, Ring(output_bytes), Ring(output_bytes)
+            "job-" + secrets.token_hex(6),
+            name,
+            owner,
+            running,
+            Ring(output_bytes),
+            Ring(output_bytes),
         )
         self.jobs[job.id] = job
         session.jobs.add(job.id)
@@ -244,14 +269,16 @@ class ShellService:
                 job.done.set()
                 job.touch()
 
-    def _job(self, job_id: str, session: str) -> Job:
+    def _job(self, job_id: str, session: str, owner: Owner) -> Job:
         job = self.jobs.get(job_id)
-        if job is None or job.session != session:
+        if job is None or job.session != session or job.owner != owner:
             raise ServiceError("no_job", f"no background job {job_id!r} in this session")
         return job
 
-    async def poll(self, job_id: str, session: str, wait: float) -> dict[str, Any]:
-        job = self._job(job_id, session)
+    async def poll(
+        self, job_id: str, session: str, wait: float, owner: Owner = ()
+    ) -> dict[str, Any]:
+        job = self._job(job_id, session, owner)
         if wait > 0 and not job.done.is_set() and not (job.stdout.pending or job.stderr.pending):
             with anyio.move_on_after(wait):
                 await job.changed.wait()
@@ -268,8 +295,8 @@ class ShellService:
             "dropped": out_dropped + err_dropped,
         }
 
-    async def kill(self, job_id: str, session: str) -> dict[str, Any]:
-        job = self._job(job_id, session)
+    async def kill(self, job_id: str, session: str, owner: Owner = ()) -> dict[str, Any]:
+        job = self._job(job_id, session, owner)
         if not job.done.is_set():
             kill_group(job.running.process)
             with anyio.move_on_after(10):
@@ -279,7 +306,7 @@ class ShellService:
 
     def _forget(self, job: Job) -> None:
         self.jobs.pop(job.id, None)
-        session = self.sessions.get(job.session)
+        session = self.sessions.get((job.owner, job.session))
         if session is not None:
             session.jobs.discard(job.id)
 

@@ -111,12 +111,15 @@ class TestReadmeCommands:
 
 
 class TestReadmeReference:
-    def test_the_config_example_is_a_valid_config(self, tmp_path: Path) -> None:
-        (example,) = blocks("toml")
+    def test_the_config_examples_are_valid_configs(self, tmp_path: Path) -> None:
+        example, *others = blocks("toml")
         (tmp_path / "toolcage.toml").write_text(example)
         config = load_config(tmp_path / "toolcage.toml")
         assert [area.guest for area in config.mounts.areas] == ["/workspace", "/reference"]
         assert config.agents["reviewer"].tools == ("file_read", "file_list", "file_search")
+        for other in others:  # the smaller examples of one feature each
+            (tmp_path / "toolcage.toml").write_text(other)
+            load_config(tmp_path / "toolcage.toml")
 
     def test_the_tool_table_names_every_built_in_tool(self) -> None:
         table = README.read_text().split("## Built-in tools")[1].split("\n## ")[0]

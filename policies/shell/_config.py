@@ -28,8 +28,16 @@ import enum
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
+from .._host_template import HostTemplate
 from ._env import protected_env_reason
 from ._names import DEFAULT_ALLOW, refusal_for_allowlisting
 
@@ -169,7 +177,9 @@ class ShellConfig(_Section):
 
     mode: ShellMode = ShellMode.SANDBOXED
     workspace: Path = Path("workspace")
-    """Host directory bound read-write at ``/workspace``; relative to the config file."""
+    """Host directory bound read-write at ``/workspace``; relative to the config file. It
+    may name the principal (``users/{user}/workspace``): each user's commands then see
+    their own directory, made on their first command (sandboxed mode only)."""
     allow: tuple[str, ...] = DEFAULT_ALLOW
     """Programs and builtins commands may run, by name."""
     extra_allow: tuple[str, ...] = ()
@@ -193,6 +203,16 @@ class ShellConfig(_Section):
                 raise ValueError(f"{name!r}: {reason}")
         return names
 
+    @field_validator("workspace")
+    @classmethod
+    def _workspace(cls, value: Path, info: ValidationInfo) -> Path:
+        if HostTemplate.parse(value).per_principal and info.data.get("mode") is ShellMode.HOST:
+            raise ValueError(
+                f'{str(value)!r} names the principal, which needs mode = "sandboxed": in '
+                "host mode commands see the whole host, so no workspace keeps users apart"
+            )
+        return value
+
     @field_validator("env")
     @classmethod
     def _env(cls, env: dict[str, str]) -> dict[str, str]:
@@ -213,5 +233,10 @@ class ShellConfig(_Section):
         return frozenset(self.allow) | frozenset(self.extra_allow)
 
     def workspace_path(self, base_dir: Path) -> Path:
-        """The workspace as an absolute host path (relative ones resolve against ``base_dir``)."""
-        return (base_dir / self.workspace).resolve()
+        """The workspace as an absolute host path (relative ones resolve against ``base_dir``);
+        for a workspace naming the principal, the path with its placeholders."""
+        return Path(str(self.workspace_template(base_dir)))
+
+    def workspace_template(self, base_dir: Path) -> HostTemplate:
+        """The workspace as a template with an absolute fixed parent."""
+        return HostTemplate.parse(self.workspace).absolute(base_dir)

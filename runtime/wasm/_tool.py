@@ -9,7 +9,8 @@ Each guest tool is declared by ``wasm_tools/tools/NAME.json`` next to its C sour
 ``path_arguments`` tells the path policy which arguments are paths and in which mode; by the
 time :meth:`WasmTool.execute` runs they are canonical guest paths. ``needs`` lists what the
 tool uses: host-binding capabilities (``fs``, ``http``, ``clock``, ...) are linked when
-granted, and the call's mounts reach the ``fs`` binding through its :class:`CallState`;
+granted, and the call's mounts -- its principal's, where a host directory names the
+principal -- reach the ``fs`` and ``vault`` bindings through its :class:`CallState`;
 ``mounts`` (the granted mounts as WASI preopens, for tools that write) and ``attachments``
 are not bindings (the attachments of the turn are added to the guest's arguments document
 under ``_attachments``, base64-encoded). A tool that changes a file declares it under
@@ -48,7 +49,7 @@ from toolcage.host_bindings import (
     media_message,
     text_messages,
 )
-from toolcage.policies import MountPolicy, SessionKind
+from toolcage.policies import MountError, MountPolicy, SessionKind
 
 from .._deadline import current_deadline
 from .._errors import PermissionDeniedError, ToolExecutionError, UsageError
@@ -190,7 +191,10 @@ class WasmTool:
                 }
                 for a in ctx.attachments
             ]
-        mounts = self.mounts.mounts_for(self.name, self.safety_tier.value)
+        try:
+            mounts = self.mounts.mounts_for(self.name, self.safety_tier.value, ctx.principal)
+        except MountError as exc:
+            raise ToolExecutionError(f"the mounts are misconfigured: {exc}") from exc
         bindings = self.bindings
         if worker:
             mounts = tuple(replace(m, writable=False) if m.writable else m for m in mounts)

@@ -52,15 +52,14 @@ class HostFileTool:
             {"type": "object", "properties": _PARAMS[self.op], "required": ["path"]},
         )
 
-    def host_path(self, guest: str) -> Path:
-        for mount in self.policy.mounts_for(self.name, self.safety_tier.value):
+    def host_path(self, guest: str, ctx: ToolExecutionContext) -> Path:
+        for mount in self.policy.mounts_for(self.name, self.safety_tier.value, ctx.principal):
             if guest == mount.guest or guest.startswith(mount.guest + "/"):
                 return mount.host / guest[len(mount.guest) :].lstrip("/")
         raise AssertionError(f"the check passed a path outside the mounts: {guest!r}")
 
     async def execute(self, args: Mapping[str, Any], ctx: ToolExecutionContext) -> ToolResult:
-        del ctx
-        host = self.host_path(args["path"])
+        host = self.host_path(args["path"], ctx)
         if self.op == "read":
             return ToolResult.text(host.read_text(errors="replace"), details=args["path"])
         if self.op == "list":

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 import wasmtime
-from toolcage.policies import MountPolicy, load_config
+from toolcage.policies import MountPolicy, Principal, load_config
 from toolcage.runtime.wasm import GuestLimits, WasmEngine, WasmToolRunner
 
 from ._guests import GuestRunner, build_guest
@@ -142,7 +142,7 @@ class TestHostileGuestInTheRunner:
             '[[mounts.areas]]\nhost = "rw"\nguest = "/rw"\ntiers = { side_effecting = "rw" }\n'
         )
         policy = MountPolicy.from_config(load_config(preopens / "toolcage.toml"))
-        mounts = policy.mounts_for("hostile_fs", "side_effecting")
+        mounts = policy.mounts_for("hostile_fs", "side_effecting", Principal())
         assert [(m.guest, m.writable) for m in mounts] == [("/ro", False), ("/rw", True)]
         ro_before = snapshot(preopens / "ro")
         outside_before = snapshot(preopens / "outside")

@@ -70,7 +70,7 @@ class TestCorpusAgainstTheCheck:
         self, path: str, op: str, root: Path, policy: MountPolicy
     ) -> None:
         tool = HostFileTool("read" if op == "read" else "write", policy)
-        mounts = policy.mounts_for(tool.name, tool.safety_tier.value)
+        mounts = policy.mounts_for(tool.name, tool.safety_tier.value, CTX.principal)
         refused: PermissionDeniedError | ToolValidationError | None = None
         try:
             out = PathCheck(policy).check(tool, {"path": real(path, root)}, CTX)
@@ -215,7 +215,11 @@ class TestCheckThenUse:
         root = tmp_path.resolve()
         policy = policy_for(root)
         tool = HostFileTool("read", policy)
-        (mount,) = (m for m in policy.mounts_for(tool.name, "read_only") if m.guest == "/workspace")
+        (mount,) = (
+            m
+            for m in policy.mounts_for(tool.name, "read_only", CTX.principal)
+            if m.guest == "/workspace"
+        )
         check = PathCheck(policy)
 
         def check_then_read(stdout: Path) -> str | None:

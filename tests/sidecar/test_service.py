@@ -158,7 +158,7 @@ class TestSessions:
             service.open(name)
         service.open("a")  # used again: now b is the oldest
         service.open("d")
-        assert list(service.sessions) == ["c", "a", "d"]
+        assert [name for _, name in service.sessions] == ["c", "a", "d"]
 
     def test_sessions_with_jobs_are_kept(self, tmp_path: Path) -> None:
         service = self.service(tmp_path, sessions=2)

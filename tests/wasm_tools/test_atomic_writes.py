@@ -23,7 +23,7 @@ from typing import Any
 
 import anyio
 import pytest
-from toolcage.policies import GrantedMount
+from toolcage.policies import GrantedMount, Principal
 from toolcage.runtime import Attachment, ToolExecutionContext, ToolExecutionError, ToolResult
 from toolcage.runtime.wasm import WasmTool
 from toolcage.runtime.wasm._commit import ReplaceSpec
@@ -383,7 +383,7 @@ class TestTemporaryFiles:
         assert isinstance(tool, WasmTool)
         (sandbox.ws / ".toolcage-planted.tmp").write_text("planted")
         document = {"path": "/workspace/f.txt", "content": "x", "_temp": ".toolcage-planted.tmp"}
-        mounts = tool.mounts.mounts_for("file_write", "side_effecting")
+        mounts = tool.mounts.mounts_for("file_write", "side_effecting", Principal())
         with pytest.raises(ToolExecutionError, match="already exists"):
             await tool.runner.run("file_write", json.dumps(document).encode(), mounts, tool.limits)
         assert (sandbox.ws / ".toolcage-planted.tmp").read_text() == "planted"
