@@ -27,22 +27,13 @@ from toolcage.runtime import (
     ToolResult,
 )
 
+from ..sidecar.conftest import scratch
+from .mcp_servers import SERVERS, runtime_dirs, server_entry
+
 pytestmark = pytest.mark.anyio
 
-SERVERS = Path(__file__).parent / "mcp_servers"
 PYTHON = sys.executable
-# what a sandboxed Python server needs to see: the interpreter, the venv, its own source
-RUNTIME_DIRS = sorted({sys.base_prefix, sys.prefix, str(SERVERS)})
-
-
-def server_entry(name: str, script: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "command": [PYTHON, str(SERVERS / script)],
-        "read_only": RUNTIME_DIRS,
-        "timeout": 60.0,
-        **extra,
-    }
+RUNTIME_DIRS = runtime_dirs()
 
 
 def make_runtime(tmp_path: Path, *servers: dict[str, Any], **raw: Any) -> Runtime:
@@ -187,8 +178,8 @@ class TestSandbox:
     async def test_files_outside_the_grants_are_not_visible(self, tmp_path: Path) -> None:
         outside = tmp_path / "outside.txt"
         outside.write_text("secret", encoding="utf-8")
-        granted = tmp_path / "granted"
-        granted.mkdir()
+        granted = scratch("granted-")  # a root runtime's server runs as nobody: reachable
+        granted.chmod(0o755)
         (granted / "ok.txt").write_text("visible", encoding="utf-8")
         runtime = make_runtime(
             tmp_path,
