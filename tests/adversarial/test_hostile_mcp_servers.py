@@ -162,6 +162,13 @@ def listing(mode: str, when: str, *args: str, **extra: Any) -> dict[str, Any]:
     return server_entry("listing", LISTING, mode, when, *args, **extra)
 
 
+def shared_directory() -> Path:
+    """A directory the listing server writes its count of requests in, as whatever uid."""
+    shared = scratch("listing-")
+    shared.chmod(0o777)
+    return shared
+
+
 class TestToolLists:
     @pytest.mark.parametrize(
         ("mode", "key"),
@@ -175,8 +182,7 @@ class TestToolLists:
         assert "Traceback" not in str(info.value)
 
     async def test_an_endless_list_after_a_change_disables_the_server(self, tmp_path: Path) -> None:
-        shared = scratch("listing-")  # the server writes here, whatever uid it runs as
-        shared.chmod(0o777)
+        shared = shared_directory()
         counter = shared / "requests"
         entry = listing("endless", "later", str(counter), read_write=[str(shared)], **LIMITS)
         async with make_runtime(tmp_path, entry, basic()) as runtime:
@@ -192,6 +198,41 @@ class TestToolLists:
             # the client stopped asking at the bound: the list was not read on and on
             assert counter.stat().st_size - asked_at_start <= LIMITS["list_pages"]
             assert text(await runtime.execute("basic__echo", {"text": "hi"})) == "echo: hi"
+
+    async def test_new_names_at_every_change_end_at_listed_tools(self, tmp_path: Path) -> None:
+        shared = shared_directory()
+        counter = shared / "requests"
+        entry = listing("growing", "later", str(counter), read_write=[str(shared)], **LIMITS)
+        async with make_runtime(tmp_path, entry | {"listed_tools": 250}) as runtime:
+            # 3 names at the start, then 100 more at each listing: the third passes 250
+            for _ in range(3):
+                asked = counter.stat().st_size
+                assert text(await runtime.execute("listing__go", {})) == "gone wrong"
+                while counter.stat().st_size == asked:  # noqa: ASYNC110 (another process)
+                    await anyio.sleep(0.05)
+            while True:  # the last listing ends after its announcement; poll until it has
+                result = await runtime.execute("listing__echo", {"text": "x"})
+                if result.is_error:
+                    break
+                await anyio.sleep(0.05)
+            kind, details = error_of(result)
+            assert (kind, details["limit"], details["actual"]) == (
+                "execution_error",
+                "listed_tools",
+                303,
+            )
+
+    async def test_a_storm_of_announcements_is_listed_one_at_a_time(self, tmp_path: Path) -> None:
+        shared = shared_directory()
+        counter = shared / "requests"
+        entry = listing("storm", "later", str(counter), read_write=[str(shared)], **LIMITS)
+        async with make_runtime(tmp_path, entry) as runtime:
+            asked = counter.stat().st_size
+            assert text(await runtime.execute("listing__go", {})) == "gone wrong"
+            # the first announcement starts a listing, the rest ask for one more after it
+            while counter.stat().st_size < asked + 2:  # noqa: ASYNC110 (another process)
+                await anyio.sleep(0.05)
+            assert text(await runtime.execute("listing__most_at_once", {})) == "1"
 
 
 class TestPrivileges:
