@@ -135,9 +135,11 @@ class McpConnection:
         another one (bubblewrap then fails before the server says a word)."""
         reason = _describe(exc)
         uid = server_uid(self.server) if self.server.command is not None else None
-        if uid is not None and (hint := unreachable(self.server, self._base_dir, uid)):
-            return f"{reason}; {hint}"
-        return reason
+        try:
+            hint = unreachable(self.server, self._base_dir, uid) if uid is not None else None
+        except OSError:  # a path went away meanwhile: nothing more to say
+            hint = None
+        return f"{reason}; {hint}" if hint else reason
 
     def _disable(self, exceeded: McpLimitExceeded) -> None:
         """Stop the server for good: it went past one of its bounds."""

@@ -13,8 +13,8 @@ no setuid program gives any back), and sees of the host only::
 
 ``--die-with-parent`` ends the sandbox when the thread that started it ends (the MCP
 connections' thread, which lives as long as the runtime, or the process, if it dies), and
-the SDK's transport starts the server in a process group of its own, which it kills when
-the connection closes.
+the transport (:mod:`._mcp_stdio`) starts the server in a process group of its own, which
+it kills when the connection closes.
 Inside, ``bash`` applies the rlimits -- core files, processes, CPU seconds, address space,
 open files -- and ``exec``s the server, so the limits bind every process it starts.
 

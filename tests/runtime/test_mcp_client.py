@@ -284,6 +284,11 @@ class TestConfig:
             ({"name": "a__b", "command": ["a"]}, "snake_case"),
             ({"name": "x", "url": "ftp://127.0.0.1/"}, "http://"),
             ({"name": "x", "command": ["a"], "sandboxed": True}, "unknown key"),
+            ({"name": "x", "command": ["a"], "processes": 2}, "processes"),
+            ({"name": "x", "command": ["a"], "cpu_seconds": 0}, "cpu_seconds"),
+            ({"name": "x", "command": ["a"], "sandbox_uid": 0}, "sandbox_uid"),
+            ({"name": "x", "command": ["a"], "message_bytes": 1024}, "message_bytes"),
+            ({"name": "x", "command": ["a"], "list_pages": 0}, "list_pages"),
         ],
     )
     def test_bad_entries_name_their_key_path(
@@ -292,6 +297,18 @@ class TestConfig:
         with pytest.raises(ConfigError, match=message) as info:
             parse_config({"mcp": {"servers": [entry]}}, base_dir=tmp_path)
         assert "mcp.servers.0" in str(info.value)
+
+    @pytest.mark.skipif(os.geteuid() != 0, reason="servers change uid only under root")
+    def test_a_grant_the_sandbox_uid_cannot_reach_is_named(self, tmp_path: Path) -> None:
+        private = scratch("private-")  # 0700, root's
+        (private / "data").mkdir()
+        entry = server_entry("basic", "basic.py", read_only=[*RUNTIME_DIRS, str(private / "data")])
+        with pytest.raises(ConfigError) as info:
+            make_runtime(tmp_path, entry)
+        assert (
+            f"uid 65534 (sandbox_uid, since the runtime runs as root) cannot reach "
+            f"{private / 'data'}: {private} is not searchable for it (mode 0700)"
+        ) in str(info.value)
 
     def test_server_that_does_not_start_is_a_config_error(self, tmp_path: Path) -> None:
         entry = {"name": "gone", "command": ["/nonexistent/server"], "sandbox": False}
