@@ -13,8 +13,19 @@ Each entry is either a ``command`` (started as a subprocess and spoken to over s
     timeout = 30.0
     privileged = ["delete_note"]         # raised to privileged: every call needs approval
     hidden = ["debug_dump"]              # never registered
+    processes = 256                      # the limits below show their defaults
+    cpu_seconds = 600
+    message_bytes = 16777216
+    list_pages = 64
 
 A stdio server runs under bubblewrap unless the operator writes ``sandbox = false``.
+
+Two kinds of limits bind a server. Its processes' rlimits (``processes``, ``cpu_seconds``,
+``memory_bytes``, ``open_files``) are kept by the kernel; a server it kills starts again at
+the next call, with fresh budgets. What it *says* (``message_bytes``, ``list_pages``,
+``listed_tools``, ``schema_bytes``) the runtime keeps in its own memory, so it is bounded as
+it arrives; a server past one of those bounds is stopped and disabled until the runtime is
+built again (a restarted one would do the same).
 """
 
 from __future__ import annotations
@@ -60,6 +71,25 @@ class McpServerConfig(_Section):
     """Address-space limit of a stdio server's processes."""
     open_files: int = Field(256, gt=0)
     """Open file descriptors a stdio server's processes may hold."""
+    processes: int = Field(256, ge=8)
+    """Processes and threads a sandboxed stdio server may have at once, counted in its own
+    sandbox (contains fork bombs; unsandboxed, every process of the runtime's user counts,
+    and root's are not counted at all)."""
+    cpu_seconds: int = Field(600, gt=0)
+    """CPU seconds each of a stdio server's processes may use over its life; the kernel
+    kills one that uses them up."""
+    sandbox_uid: int = Field(65534, gt=0)
+    """Host uid a sandboxed stdio server runs as when the runtime runs as root (root's
+    own processes escape the process limit); its command and grants must be readable by it."""
+    message_bytes: int = Field(16 * 1024**2, ge=64 * 1024)
+    """The longest message (a line on stdio) read from a stdio server."""
+    list_pages: int = Field(64, gt=0)
+    """Pages one listing of the server's tools may take."""
+    listed_tools: int = Field(512, gt=0)
+    """Tools the server may declare: entries in one listing, and names since it started."""
+    schema_bytes: int = Field(4 * 1024**2, gt=0)
+    """JSON bytes of the declarations of the tools it has listed since it started, together
+    (the latest declaration of each name)."""
     privileged: tuple[str, ...] = ()
     """Tools (by the server's own name) raised to privileged."""
     hidden: tuple[str, ...] = ()

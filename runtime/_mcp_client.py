@@ -13,7 +13,12 @@ start concurrently; one that does not start is a config error.
 A call that fails because the server died, or that is cancelled or times out (the server
 may still be working on it), stops the server -- its whole process group -- and the next
 call starts it again. ``notifications/tools/list_changed`` makes the session list the
-tools again; a tool the server no longer offers is then refused without asking it.
+tools again (one listing at a time, however many notifications arrive, each bounded by the
+server's ``timeout``); a tool the server no longer offers is then refused without asking it.
+
+A stdio server is spoken to through :mod:`._mcp_stdio`, which bounds each message; its
+listings are bounded by :class:`._mcp_limits.ListingBounds`. A server past one of those
+bounds is stopped and disabled (:mod:`._mcp_limits` says why not restarted).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import queue
 from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import anyio
 import anyio.from_thread
@@ -32,14 +37,16 @@ import anyio.to_thread
 from anyio.abc import TaskGroup, TaskStatus
 from mcp import types
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from toolcage.policies import McpServerConfig
 
 from ._errors import ToolExecutionError
-from ._mcp_sandbox import server_argv
+from ._mcp_limits import ListingBounds, McpLimitExceeded, message_too_large
+from ._mcp_sandbox import server_argv, server_uid, unreachable
+from ._mcp_stdio import stdio_transport
 from ._tool import ProgressCallback, ProgressUpdate
 
 _logger = logging.getLogger("toolcage.mcp")
@@ -59,11 +66,16 @@ class McpConnection:
         self.tools: dict[str, types.Tool] = {}
         """The server's tools by their own names, as last listed."""
         self._argv = server_argv(server, base_dir) if server.command is not None else None
+        self._base_dir = base_dir
         self._hub = hub
         self._session: ClientSession | None = None
         self._stop: anyio.Event | None = None
         self._done: anyio.Event | None = None
         self._refreshes: TaskGroup | None = None
+        self._refreshing = False
+        self._refresh_again = False
+        self._bounds = ListingBounds(server)
+        self._disabled: McpLimitExceeded | None = None
         self._lock: anyio.Lock | None = None
 
     async def call(
@@ -84,6 +96,8 @@ class McpConnection:
         except Exception as exc:
             failure = exc
         await self.stop()
+        if self._disabled is not None:
+            raise self._disabled.error() from failure
         raise ToolExecutionError(
             f"MCP server {self.server.name!r} stopped during the call "
             f"({_describe(failure)}); it restarts on the next call"
@@ -94,27 +108,62 @@ class McpConnection:
         if self._lock is None:
             self._lock = anyio.Lock()
         async with self._lock:
+            if self._disabled is not None:
+                raise self._disabled.error()
             if self._session is None:
                 try:
                     with anyio.fail_after(self.server.timeout):
                         await self._hub.task_group.start(self._serve)
                 except Exception as exc:
+                    if self._disabled is not None:
+                        raise self._disabled.error() from exc
                     raise ToolExecutionError(
-                        f"MCP server {self.server.name!r} did not start: {_describe(exc)}"
+                        f"MCP server {self.server.name!r} did not start: {self._why(exc)}"
                     ) from exc
             assert self._session is not None  # noqa: S101 -- set by _serve before started()
             return self._session
 
     async def stop(self) -> None:
         """Stop the server (if running) and wait until its processes are gone."""
-        if self._session is not None and self._stop is not None and self._done is not None:
+        if self._stop is not None and self._done is not None and not self._done.is_set():
             self._session = None
             self._stop.set()
             await self._done.wait()
 
+    def _why(self, exc: BaseException) -> str:
+        """Why the server did not start, with what its uid cannot reach when it runs as
+        another one (bubblewrap then fails before the server says a word)."""
+        reason = _describe(exc)
+        uid = server_uid(self.server) if self.server.command is not None else None
+        try:
+            hint = unreachable(self.server, self._base_dir, uid) if uid is not None else None
+        except OSError:  # a path went away meanwhile: nothing more to say
+            hint = None
+        return f"{reason}; {hint}" if hint else reason
+
+    def _disable(self, exceeded: McpLimitExceeded) -> None:
+        """Stop the server for good: it went past one of its bounds."""
+        if self._disabled is None:
+            self._disabled = exceeded
+            _logger.warning(
+                "MCP server %r disabled: %s",
+                self.server.name,
+                exceeded,
+                extra={
+                    "event": "mcp.server_disabled",
+                    "server": self.server.name,
+                    "limit": exceeded.key,
+                },
+            )
+        if self._stop is not None:
+            self._session = None
+            self._stop.set()
+
     async def _serve(self, *, task_status: TaskStatus[None]) -> None:
         self._stop, self._done = anyio.Event(), anyio.Event()
         stop, done, started = self._stop, self._done, False
+        self._bounds = ListingBounds(self.server)
+        self._refreshing = False
         try:
             async with self._open() as session, anyio.create_task_group() as refreshes:
                 self._refreshes = refreshes
@@ -144,11 +193,14 @@ class McpConnection:
     async def _open(self) -> AsyncIterator[ClientSession]:
         async with AsyncExitStack() as stack:
             if self._argv is not None:
-                params = StdioServerParameters(
-                    command=self._argv[0], args=self._argv[1:], env=self._environment()
+                transport = stdio_transport(
+                    self._argv,
+                    env=get_default_environment() | self._environment(),
+                    max_bytes=self.server.message_bytes,
+                    too_large=self._too_large,
+                    user=server_uid(self.server),
                 )
-                errlog = stack.enter_context(_discard())  # a server's log is not the host's
-                streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+                streams = await stack.enter_async_context(transport)
             else:
                 assert self.server.url is not None  # noqa: S101 -- one of command and url
                 streams = await stack.enter_async_context(streamable_http_client(self.server.url))
@@ -160,22 +212,48 @@ class McpConnection:
     def _environment(self) -> dict[str, str]:
         return {name: os.environ[name] for name in self.server.env if name in os.environ}
 
+    def _too_large(self, read: int) -> None:
+        self._disable(message_too_large(self.server, read))
+
     async def _on_message(self, message: object) -> None:
-        if isinstance(message, types.ToolListChangedNotification):
-            session = self._session
-            if session is not None and self._refreshes is not None:
-                self._refreshes.start_soon(self._list, session)
+        if not isinstance(message, types.ToolListChangedNotification):
+            return
+        session = self._session
+        if self._refreshing:
+            self._refresh_again = True  # the listing under way may predate the change
+        elif session is not None and self._refreshes is not None:
+            self._refreshing = True
+            self._refreshes.start_soon(self._refresh, session)
+
+    async def _refresh(self, session: ClientSession) -> None:
+        """List the tools again, and again while announcements arrived meanwhile."""
+        try:
+            self._refresh_again = True
+            while self._refresh_again:
+                self._refresh_again = False
+                with anyio.fail_after(self.server.timeout):
+                    await self._list(session)
+        finally:
+            self._refreshing = False
 
     async def _list(self, session: ClientSession) -> None:
         tools: dict[str, types.Tool] = {}
         cursor: str | None = None
-        while True:
-            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await session.list_tools(params=params)
-            tools.update((tool.name, tool) for tool in page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                break
+        bounds = self._bounds
+        try:
+            bounds.begin()
+            while True:
+                params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+                page = await session.list_tools(params=params)
+                bounds.add(page.tools)
+                tools.update((tool.name, tool) for tool in page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+                bounds.next_page()
+        except McpLimitExceeded as exc:
+            self._disable(exc)
+            raise
         self.tools = tools
 
 
@@ -266,11 +344,9 @@ class McpHub:
         await anyio.to_thread.run_sync(self.close)
 
 
-def _discard() -> TextIO:
-    return open(os.devnull, "w", encoding="utf-8")
-
-
 def _describe(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
+    if isinstance(exc, McpLimitExceeded):
+        return str(exc)
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

@@ -1,7 +1,9 @@
-"""The command line that starts a stdio MCP server: under bubblewrap, or (unsafely) bare.
+"""The command line that starts a stdio MCP server, and as whom: under bubblewrap, or
+(unsafely) bare.
 
 A sandboxed server gets new user, PID, IPC, UTS, cgroup and (unless granted) network
-namespaces, and sees of the host only::
+namespaces, no capabilities (``--cap-drop ALL``; bubblewrap also sets ``no_new_privs``, so
+no setuid program gives any back), and sees of the host only::
 
     /usr, /bin, /lib*    read-only (the system's programs and libraries)
     /etc                 the loader, time-zone and (with network) lookup files, read-only
@@ -11,10 +13,19 @@ namespaces, and sees of the host only::
 
 ``--die-with-parent`` ends the sandbox when the thread that started it ends (the MCP
 connections' thread, which lives as long as the runtime, or the process, if it dies), and
-the SDK's transport starts the server in a process group of its own, which it kills when
-the connection closes.
-Inside, ``sh`` applies the rlimits and ``exec``s the server, so the limits bind every
-process it starts. Without the sandbox the same rlimits apply; nothing else does.
+the transport (:mod:`._mcp_stdio`) starts the server in a process group of its own, which
+it kills when the connection closes.
+Inside, ``bash`` applies the rlimits -- core files, processes, CPU seconds, address space,
+open files -- and ``exec``s the server, so the limits bind every process it starts.
+
+Processes are counted per user: ``RLIMIT_NPROC`` set inside the new user namespace counts
+only that sandbox's processes -- unless the host uid is root, whose processes the kernel
+never counts. A runtime running as root therefore starts bubblewrap as the server's
+``sandbox_uid`` (nobody, by default), with no supplementary groups: bubblewrap, the server's
+command, its interpreter and the granted directories must be reachable for that uid, and
+when a server does not start :func:`unreachable` says which part is not.
+
+Without the sandbox the same rlimits apply, as the runtime's own user; nothing else does.
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import stat
 from pathlib import Path
 
 from toolcage.policies import McpServerConfig
@@ -36,7 +48,7 @@ _ETC = (
     "mime.types", "protocols", "services", "nsswitch.conf", "passwd", "group",
 )  # fmt: skip
 _ETC_NETWORK = ("resolv.conf", "hosts", "host.conf", "gai.conf", "ssl", "ca-certificates")
-_LIMITS = 'ulimit -c 0 && ulimit -v "$1" && ulimit -n "$2" && shift 2 && exec "$@"'
+_LIMITS = 'ulimit -HS -c 0 -u "$1" -t "$2" -v "$3" -n "$4" || exit 125; shift 4; exec "$@"'
 
 
 def server_argv(server: McpServerConfig, base_dir: Path, bwrap: str | None = None) -> list[str]:
@@ -44,8 +56,9 @@ def server_argv(server: McpServerConfig, base_dir: Path, bwrap: str | None = Non
     if server.command is None:
         raise UsageError(f"MCP server {server.name!r} has no command")
     limited = [
-        "/bin/sh", "-c", _LIMITS, "toolcage-mcp",
-        str(server.memory_bytes // 1024), str(server.open_files), *server.command,
+        "/bin/bash", "--noprofile", "--norc", "-c", _LIMITS, "toolcage-mcp",
+        str(server.processes), str(server.cpu_seconds), str(server.memory_bytes // 1024),
+        str(server.open_files), *server.command,
     ]  # fmt: skip
     if not server.sandbox:
         _logger.warning(
@@ -67,7 +80,7 @@ def _bubblewrap_arguments(bwrap: str, server: McpServerConfig, base_dir: Path) -
     args = [
         bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
         "--unshare-cgroup-try", "--hostname", "toolcage", "--die-with-parent",
-        "--new-session", "--disable-userns", "--ro-bind", "/usr", "/usr",
+        "--new-session", "--disable-userns", "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr",
     ]  # fmt: skip
     if not server.network:
         args.append("--unshare-net")
@@ -92,3 +105,53 @@ def _bubblewrap_arguments(bwrap: str, server: McpServerConfig, base_dir: Path) -
     if server.read_write:
         workdir = str((base_dir / server.read_write[0]).resolve())
     return [*args, "--chdir", workdir, "--"]
+
+
+def server_uid(server: McpServerConfig) -> int | None:
+    """Host uid (and gid) to start a stdio server as: its ``sandbox_uid`` when the runtime is
+    root and the server sandboxed; ``None`` keeps the runtime's own."""
+    return server.sandbox_uid if server.sandbox and os.geteuid() == 0 else None
+
+
+def unreachable(server: McpServerConfig, base_dir: Path, uid: int) -> str | None:
+    """Why ``uid`` cannot use what ``server`` needs (its granted directories, its program and
+    the files its command names), or ``None``; decided from modes and owners along each
+    path, as the kernel would, ACLs aside. Called to explain a server that did not start."""
+    needs: list[tuple[Path, int, str]] = []
+    for path in server.read_only:
+        needs.append(((base_dir / path).resolve(), stat.S_IROTH | stat.S_IXOTH, "read"))
+    for path in server.read_write:
+        needs.append(((base_dir / path).resolve(), stat.S_IWOTH | stat.S_IXOTH, "write to"))
+    for index, word in enumerate(server.command or ()):
+        if os.path.isabs(word) and os.path.exists(word):
+            if index == 0:
+                needs.append((Path(word).resolve(), stat.S_IXOTH, "run"))
+            else:
+                bits = stat.S_IROTH | (stat.S_IXOTH if os.path.isdir(word) else 0)
+                needs.append((Path(word).resolve(), bits, "read"))
+    for path, bits, verb in needs:
+        for directory in reversed(path.parents):
+            if not _allows(directory, uid, stat.S_IXOTH):
+                mode = stat.S_IMODE(directory.stat().st_mode)
+                return (
+                    f"uid {uid} (sandbox_uid, since the runtime runs as root) cannot reach "
+                    f"{path}: {directory} is not searchable for it (mode {mode:04o}); make it "
+                    "searchable, move the server where that uid can read it, or choose "
+                    "another sandbox_uid"
+                )
+        if not _allows(path, uid, bits):
+            return f"uid {uid} (sandbox_uid, since the runtime runs as root) cannot {verb} {path}"
+    return None
+
+
+def _allows(path: Path, uid: int, bits: int) -> bool:
+    """Whether ``uid`` (with ``uid`` as its only group) has ``bits``, given as the "other"
+    bits, on ``path``."""
+    info = path.stat()
+    if info.st_uid == uid:
+        granted = info.st_mode >> 6
+    elif info.st_gid == uid:
+        granted = info.st_mode >> 3
+    else:
+        granted = info.st_mode
+    return granted & bits == bits

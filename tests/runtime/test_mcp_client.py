@@ -27,22 +27,13 @@ from toolcage.runtime import (
     ToolResult,
 )
 
+from ..sidecar.conftest import scratch
+from .mcp_servers import SERVERS, runtime_dirs, server_entry
+
 pytestmark = pytest.mark.anyio
 
-SERVERS = Path(__file__).parent / "mcp_servers"
 PYTHON = sys.executable
-# what a sandboxed Python server needs to see: the interpreter, the venv, its own source
-RUNTIME_DIRS = sorted({sys.base_prefix, sys.prefix, str(SERVERS)})
-
-
-def server_entry(name: str, script: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "command": [PYTHON, str(SERVERS / script)],
-        "read_only": RUNTIME_DIRS,
-        "timeout": 60.0,
-        **extra,
-    }
+RUNTIME_DIRS = runtime_dirs()
 
 
 def make_runtime(tmp_path: Path, *servers: dict[str, Any], **raw: Any) -> Runtime:
@@ -187,8 +178,8 @@ class TestSandbox:
     async def test_files_outside_the_grants_are_not_visible(self, tmp_path: Path) -> None:
         outside = tmp_path / "outside.txt"
         outside.write_text("secret", encoding="utf-8")
-        granted = tmp_path / "granted"
-        granted.mkdir()
+        granted = scratch("granted-")  # a root runtime's server runs as nobody: reachable
+        granted.chmod(0o755)
         (granted / "ok.txt").write_text("visible", encoding="utf-8")
         runtime = make_runtime(
             tmp_path,
@@ -293,6 +284,11 @@ class TestConfig:
             ({"name": "a__b", "command": ["a"]}, "snake_case"),
             ({"name": "x", "url": "ftp://127.0.0.1/"}, "http://"),
             ({"name": "x", "command": ["a"], "sandboxed": True}, "unknown key"),
+            ({"name": "x", "command": ["a"], "processes": 2}, "processes"),
+            ({"name": "x", "command": ["a"], "cpu_seconds": 0}, "cpu_seconds"),
+            ({"name": "x", "command": ["a"], "sandbox_uid": 0}, "sandbox_uid"),
+            ({"name": "x", "command": ["a"], "message_bytes": 1024}, "message_bytes"),
+            ({"name": "x", "command": ["a"], "list_pages": 0}, "list_pages"),
         ],
     )
     def test_bad_entries_name_their_key_path(
@@ -301,6 +297,18 @@ class TestConfig:
         with pytest.raises(ConfigError, match=message) as info:
             parse_config({"mcp": {"servers": [entry]}}, base_dir=tmp_path)
         assert "mcp.servers.0" in str(info.value)
+
+    @pytest.mark.skipif(os.geteuid() != 0, reason="servers change uid only under root")
+    def test_a_grant_the_sandbox_uid_cannot_reach_is_named(self, tmp_path: Path) -> None:
+        private = scratch("private-")  # 0700, root's
+        (private / "data").mkdir()
+        entry = server_entry("basic", "basic.py", read_only=[*RUNTIME_DIRS, str(private / "data")])
+        with pytest.raises(ConfigError) as info:
+            make_runtime(tmp_path, entry)
+        assert (
+            f"uid 65534 (sandbox_uid, since the runtime runs as root) cannot reach "
+            f"{private / 'data'}: {private} is not searchable for it (mode 0700)"
+        ) in str(info.value)
 
     def test_server_that_does_not_start_is_a_config_error(self, tmp_path: Path) -> None:
         entry = {"name": "gone", "command": ["/nonexistent/server"], "sandbox": False}

@@ -1,0 +1,171 @@
+"""The stdio transport to a configured MCP server, with a bound on every message.
+
+The SDK's stdio client joins a server's output into one buffer until a newline arrives, so
+a server that writes one endless line grows the runtime's memory for as long as it writes.
+This transport speaks the same protocol -- one JSON-RPC message per line, each way -- but
+reads at most ``max_bytes`` of a line: a server that goes past it is killed at once (the
+rest of the line is never read), ``too_large`` is told how much had arrived, and the
+session sees the connection end. The connection decides what that means for the server
+(:mod:`._mcp_limits`).
+
+It also starts the server the way the sandbox needs: in a process group of its own, with
+stdin and stdout on pipes, stderr discarded (a server's log is not the host's), and, when
+``user`` is given, as that uid and gid with no supplementary groups. Shutdown follows the
+MCP spec -- stdin closed, a grace period, then the process group terminated and killed --
+under a cancellation shield, so a cancelled caller cannot leak a live server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+
+import anyio
+import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp import types
+from mcp.client._transport import TransportStreams
+from mcp.shared.message import SessionMessage
+
+_logger = logging.getLogger("toolcage.mcp")
+_CHUNK = 64 * 1024
+GRACE_SECONDS = 2.0
+"""How long a server has to exit once its stdin is closed, and again once terminated."""
+
+Incoming = SessionMessage | Exception
+
+
+@asynccontextmanager
+async def stdio_transport(
+    argv: Sequence[str],
+    *,
+    env: dict[str, str],
+    max_bytes: int,
+    too_large: Callable[[int], None],
+    user: int | None = None,
+) -> AsyncIterator[TransportStreams]:
+    """Start ``argv`` and yield the session's read and write streams; stop it on exit."""
+    process = await anyio.open_process(
+        list(argv),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,  # its process group is what shutdown kills
+        user=user,
+        group=user,
+        extra_groups=[] if user is not None else None,
+    )
+    incoming_in, incoming = anyio.create_memory_object_stream[Incoming](0)
+    outgoing, outgoing_out = anyio.create_memory_object_stream[SessionMessage](0)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(_read, process, incoming_in, max_bytes, too_large)
+        tasks.start_soon(_write, process, outgoing_out, incoming_in)
+        try:
+            yield incoming, outgoing
+        finally:
+            with anyio.CancelScope(shield=True):
+                incoming.close()  # the reader now discards what the server still writes
+                outgoing.close()
+                await _stop(process)
+            tasks.cancel_scope.cancel()
+
+
+async def _read(
+    process: anyio.abc.Process,
+    sink: MemoryObjectSendStream[Incoming],
+    max_bytes: int,
+    too_large: Callable[[int], None],
+) -> None:
+    """Hand each line to the session as a message; stop at a line past ``max_bytes``."""
+    assert process.stdout is not None  # noqa: S101 -- opened with a pipe
+    line = bytearray()
+    async with sink:
+        try:
+            while True:
+                chunk = await process.stdout.receive(_CHUNK)
+                start, end = 0, chunk.find(b"\n")
+                while end >= 0 and len(line) + end - start <= max_bytes:
+                    line += chunk[start:end]
+                    await sink.send(_parse(line))
+                    line.clear()
+                    start, end = end + 1, chunk.find(b"\n", end + 1)
+                if len(line) + len(chunk) - start > max_bytes:
+                    _kill_group(process)
+                    too_large(len(line) + len(chunk) - start)
+                    return
+                line += chunk[start:]
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await _drain(process)  # the session is gone: let the server flush and exit
+        except (anyio.EndOfStream, OSError):
+            return
+
+
+async def _write(
+    process: anyio.abc.Process,
+    source: MemoryObjectReceiveStream[SessionMessage],
+    incoming: MemoryObjectSendStream[Incoming],
+) -> None:
+    """Send each of the session's messages as one line."""
+    assert process.stdin is not None  # noqa: S101 -- opened with a pipe
+    try:
+        async with source:
+            async for message in source:
+                line = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await process.stdin.send(line.encode() + b"\n")
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        # the server stopped reading: end the session's view too, or a request would hang
+        await incoming.aclose()
+
+
+def _parse(line: bytearray) -> Incoming:
+    """One message, or the reason it is none (the session skips those)."""
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:
+        return exc
+
+
+async def _drain(process: anyio.abc.Process) -> None:
+    assert process.stdout is not None  # noqa: S101 -- opened with a pipe
+    with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError, OSError):
+        while True:
+            await process.stdout.receive(_CHUNK)
+
+
+async def _stop(process: anyio.abc.Process) -> None:
+    """Close stdin, give the server :data:`GRACE_SECONDS`, then terminate and kill its group."""
+    assert process.stdin is not None  # noqa: S101 -- opened with a pipe
+    with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        await process.stdin.aclose()
+    for sent in (signal.SIGTERM, signal.SIGKILL):
+        if await _exited(process, GRACE_SECONDS):
+            break
+        _kill_group(process, sent)
+    if await _exited(process, GRACE_SECONDS):
+        await process.aclose()
+    else:
+        _logger.warning(
+            "MCP server process %d survived SIGKILL; abandoning it",
+            process.pid,
+            extra={"event": "mcp.server_abandoned", "pid": process.pid},
+        )
+
+
+async def _exited(process: anyio.abc.Process, seconds: float) -> bool:
+    """Whether the process has exited within ``seconds``."""
+    with anyio.move_on_after(seconds):
+        await process.wait()
+    return process.returncode is not None
+
+
+def _kill_group(process: anyio.abc.Process, sent: signal.Signals = signal.SIGKILL) -> None:
+    # the leader's pid is the group's id (start_new_session): its members die even once
+    # the leader is gone, and a bubblewrap leader takes its whole sandbox with it
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, sent)

@@ -1,0 +1,1 @@
+"""Hostile MCP servers written with the official SDK; the tests run them under the sandbox."""
