@@ -166,6 +166,9 @@ class TestMigrationFromVersion5:
                 assert store.delete_note("ada", "note-2") is True
                 assert note_texts(store, "ada", "spare") == ["the spare key is under the mat"]
                 store.save_note(principal("ada"), "note-3", ["a spare umbrella"], None, [], None)
+                replaced = ["the shed key hangs by the door", "spare gloves too"]
+                assert store.replace_note(principal("bob"), "note-1", replaced, None, [], None)
+                assert note_texts(store, "bob", "shed") == ["the shed key hangs by the door"]
                 store.record_events(principal("ada", "s2"), [("user", "spare batteries?")])
                 assert note_texts(store, "ada", "umbrella") == ["a spare umbrella"]
                 assert [
