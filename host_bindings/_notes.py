@@ -1,7 +1,9 @@
 """The ``memory`` binding: a user's notes, saved, replaced, deleted and searched.
 
 Every request reaches only the notes of the call's ``user_id`` (from its
-:class:`CallState`, never from the guest), so another user's note id is an unknown id.
+:class:`CallState`, never from the guest), so another user's note id is an unknown id; a
+search ranks them by that user's rows alone. A save or an update stores the call's whole
+principal as the note's writer (any agent of the user reaches the note all the same).
 Requests are the tools' arguments::
 
     save    {"content": "...", "tags": ["food"]}
@@ -82,7 +84,7 @@ class MemoryBinding:
         chunks, vectors, model = self._embedded(content, state.deadline)
         note_id = new_note_id()
         record = self._services.store.save_note(
-            state.user_id, note_id, chunks, vectors, tags, model
+            state.principal, note_id, chunks, vectors, tags, model
         )
         return _text(
             {
@@ -99,7 +101,7 @@ class MemoryBinding:
             raise _unknown(note_id)
         chunks, vectors, model = self._embedded(content, state.deadline)
         record = self._services.store.replace_note(
-            state.user_id, note_id, chunks, vectors, tags, model
+            state.principal, note_id, chunks, vectors, tags, model
         )
         if record is None:
             raise _unknown(note_id)

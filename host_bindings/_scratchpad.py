@@ -2,7 +2,8 @@
 
 The pad is the call's own: its ``user_id`` and ``session_id`` come from the call's
 :class:`CallState`, never from the guest, so nothing of another session or user is
-reachable. Results are ``{"ok": true, "text": ...}`` with the tool's JSON output::
+reachable. A write stores the call's whole principal as the pad's last writer. Results
+are ``{"ok": true, "text": ...}`` with the tool's JSON output::
 
     read   {}                          -> {"session_id", "items", "updated_at", "item_count"}
     write  {"items": ["...", ...]}     -> {"updated": true, "item_count", "message"}
@@ -64,7 +65,7 @@ class ScratchpadBinding:
     def write(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         """Replace the session's pad with ``items``."""
         items = _items(request.get("items"))
-        pad = self._services.store.write_pad(state.user_id, state.session_id, items)
+        pad = self._services.store.write_pad(state.principal, items)
         count = len(pad.items)
         return _text(
             {

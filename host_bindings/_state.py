@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from toolcage.policies import StateConfig, VaultConfig
+from toolcage.policies import Principal, StateConfig, VaultConfig
 
 from ._abi import failed
 from ._base import CallState
@@ -143,12 +143,13 @@ class StateServices:
         """Whether turns are recorded (``[state] record_conversation``)."""
         return bool(self.config.record_conversation)
 
-    def record_turn(self, user_id: str, session_id: str, events: Sequence[tuple[str, str]]) -> int:
-        """Record a turn's ``(role, text)`` events in the store (opening it if need be),
-        when :attr:`records_conversation`; how many were stored."""
+    def record_turn(self, principal: Principal, events: Sequence[tuple[str, str]]) -> int:
+        """Record a turn's ``(role, text)`` events of the principal's user and session in
+        the store (opening it if need be), when :attr:`records_conversation`; how many were
+        stored."""
         if not self.records_conversation or not events:
             return 0
-        return self.store.record_events(user_id, session_id, events)
+        return self.store.record_events(principal, events)
 
     def close(self) -> None:
         """Close the store and the embedder (idempotent); later calls find it closed."""

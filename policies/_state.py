@@ -185,7 +185,7 @@ class StateConfig(_Section):
     vector_weight: float = Field(1.0, ge=0, le=100)
     """Weight of the vector ranking in hybrid search."""
     fts_weight: float = Field(1.0, ge=0, le=100)
-    """Weight of the keyword (FTS5) ranking in hybrid search."""
+    """Weight of the keyword (BM25) ranking in hybrid search."""
     chunk_chars: int = Field(1000, ge=100, le=100_000)
     """Longest chunk a note is stored as, in characters."""
     record_conversation: bool = True

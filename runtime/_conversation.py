@@ -2,8 +2,9 @@
 
 When a turn ends, :func:`record_turn` stores what the user said (the last message the
 turn was given, if it is the user's) and the assistant's final text as two conversation
-events of the call's ``user_id`` and ``session_id``, so ``memory_search`` with
-``include_conversation`` can find them, in any later session of the same user.
+events of the turn's principal -- its ``user_id`` and ``session_id``, and the whole
+principal as their writer -- so ``memory_search`` with ``include_conversation`` can find
+them, in any later session of the same user, through any of the user's agents.
 
 It costs the turn one small write transaction, run on a worker thread, and no embedding
 call: events are stored as text (keyword-indexed), so a turn never waits on an embedding
@@ -60,7 +61,7 @@ async def record_turn(
     events = turn_events(messages, answer)
     if not events:
         return
-    record = functools.partial(state.record_turn, ctx.user_id, ctx.session_id, events)
+    record = functools.partial(state.record_turn, ctx.principal, events)
     try:
         with anyio.move_on_after(RECORD_SECONDS) as scope:
             await run_in_worker(record)

@@ -1,7 +1,8 @@
 """The agent's state: notes (hybrid vector and keyword search), scratchpads, embedders.
 
 :func:`open_store` turns the configured URL into a :class:`StateStore`: an embedded
-SQLite file (apsw, FTS5, sqlite-vec) or a libSQL server (libsql-client over HTTP).
+SQLite file (apsw, sqlite-vec) or a libSQL server (libsql-client over HTTP). Keyword
+search ranks each user's rows by that user's own statistics (:mod:`._keywords`).
 """
 
 from toolcage.policies._public import publish

@@ -1,23 +1,41 @@
-"""Searching conversation events, the same on both backends: keyword matches from
-``events_fts``, nearest vectors from a scan of the user's ``event_vectors``, fused by
-weighted reciprocal rank as notes are (:func:`._fusion.fuse`, each event its own group).
+"""Conversation events, the same on both backends: recorded with the turn's principal
+and keyword-indexed in the user's events corpus (:mod:`._keywords`); searched by keyword
+there and by a scan of the user's ``event_vectors``, fused by weighted reciprocal rank as
+notes are (:func:`._fusion.fuse`, each event its own group).
 
-A backend passes the function that runs one statement and the SQL of its cosine distance
-between two float32 blobs.
+A backend runs the statements :func:`record` returns in one transaction, and passes the
+function that runs one statement and the SQL of its cosine distance between two float32
+blobs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from toolcage.policies import Principal
+
+from . import _keywords as keywords
 from . import _rows as rows
 from . import _schema as schema
-from ._fusion import fts_query, fuse, max_distance, pack_vector, pool_size, query_words
+from ._fusion import fuse, max_distance, pack_vector, pool_size
+from ._keywords import Run, Statement
 from ._protocol import ConversationHit
 
-Run = Callable[[str, Sequence[Any]], Sequence[Sequence[Any]]]
-"""Runs one statement with its arguments; its rows."""
+
+def record(principal: Principal, events: Sequence[tuple[str, str]]) -> tuple[list[Statement], int]:
+    """The statements storing ``(role, text)`` events of the principal's user and session,
+    in order, each with the principal as its writer, and how many events they store."""
+    kept = rows.check_events(events)
+    if not kept:
+        return [], 0
+    user_id, writer = principal.user_id, rows.writer(principal)
+    statements = [keywords.corpus_row(user_id, keywords.EVENTS)]
+    for role, text in kept:  # each event's id is the last inserted row when it is indexed
+        statements.append(
+            (schema.INSERT_EVENT, (user_id, principal.session_id, role, text, writer))
+        )
+        statements += keywords.index(user_id, keywords.EVENTS, ("last_insert_rowid()", ()), text)
+    return statements, len(kept)
 
 
 def search_events(
@@ -38,11 +56,8 @@ def search_events(
         return []
     pool = pool_size(top_k)
     keyword: list[tuple[int, int]] = []
-    expression = fts_query(user_id, query_words(query_text), ()) if fts_weight > 0 else None
-    if expression is not None:
-        keyword = [
-            (int(r[0]), int(r[0])) for r in run(schema.EVENT_SEARCH, (expression, pool, user_id))
-        ]
+    if fts_weight > 0:
+        keyword = keywords.search(run, user_id, keywords.EVENTS, query_text, limit=pool)
     nearest: list[tuple[int, int]] = []
     if query_vector is not None and vector_weight > 0 and model is not None:
         found = run(
@@ -73,9 +88,9 @@ def unembedded(
 
 def vector_rows(
     user_id: str, model: str, vectors: Sequence[tuple[int, Sequence[float]]]
-) -> list[tuple[str, Sequence[Any]]]:
+) -> list[Statement]:
     """The statements that store ``(event id, vector)`` pairs of ``model``."""
-    statements: list[tuple[str, Sequence[Any]]] = []
+    statements: list[Statement] = []
     for event_id, vector in vectors:
         if not vector:
             raise ValueError("an event's vector must not be empty")

@@ -1,137 +1,37 @@
-"""What both backends share for search: the FTS5 query, the filter tokens, the rank fusion.
+"""What both backends share for search: the fusion of the vector and keyword rankings.
 
-Keyword search runs on one FTS5 table per store with three columns: ``text`` (the chunk),
-``owner`` (one token naming the user) and ``tagset`` (one token per tag). A user's query
-``tea lemon`` with tag ``drinks`` becomes::
+Each side ranks only the user's own rows: the vector side the user's vectors, the keyword
+side the user's keyword index (:mod:`._keywords`), each with ids of the user's chunks (or
+events) best first. The two result lists are fused by weighted reciprocal rank (Cormack
+et al., 2009): a note's score is ``vector_weight / (K + vector_rank) + fts_weight / (K +
+keyword_rank)``, each term present only when the note is in that list. Ranks, unlike raw
+cosine and BM25 values, are on one scale, so the weights mean the same whatever the model
+or corpus. Both lists are cut at sizes that depend only on ``top_k``, so what another user
+stores changes neither a rank nor a score.
 
-    owner:"u3f1c…" AND tagset:"t9a0b…" AND text:("tea" OR "lemon")
-
-so FTS5 itself filters by user and tags, and ranks with ``bm25`` weighted on ``text``
-only. The tokens are digests, so any user id or tag (punctuation, any script) is one
-token. The statements that read the table still join ``chunks`` on ``user_id``: the
-tokens narrow, the SQL scopes.
-
-Ranking costs a lookup per matching chunk, and a word found in most chunks matches most
-of them while its inverse document frequency (what bm25 weighs it by) is near zero; so,
-as Lucene's common-terms query does, only the query's rarest words are kept, up to
-:data:`COMMON_TERMS_BUDGET` postings (document frequencies come from an ``fts5vocab``
-table and are cached for minutes by :class:`TermFrequencies`).
-
-The two result lists are fused by weighted reciprocal rank (Cormack et al., 2009):
-a note's score is ``vector_weight / (K + vector_rank) + fts_weight / (K + keyword_rank)``,
-each term present only when the note is in that list. Ranks, unlike raw cosine and bm25
-values, are on one scale, so the weights mean the same whatever the model or corpus.
+The embedded store partitions tagged vectors by digests of user and tag
+(:func:`owner_token`, :func:`tag_token`), so any user id or tag is one fixed-size key.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 import struct
-import threading
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 RRF_K = 60
 """The reciprocal-rank constant: larger flattens the difference between neighbouring ranks."""
 
-MAX_QUERY_WORDS = 64
-"""Keyword search uses at most this many distinct words of the query."""
-
-COMMON_TERMS_BUDGET = 5_000
-"""Keyword search keeps the query's rarest words whose document frequencies add up to at
-most this (and always the rarest one), so bm25 ranks a bounded number of chunks."""
-
-_WORD = re.compile(r"[^\W_]+")
-
 
 def owner_token(user_id: str) -> str:
-    """The FTS token that stands for ``user_id``."""
+    """The key that stands for ``user_id``."""
     return "u" + hashlib.blake2b(user_id.encode(), digest_size=12).hexdigest()
 
 
 def tag_token(tag: str) -> str:
-    """The FTS token that stands for ``tag``."""
+    """The key that stands for ``tag``."""
     return "t" + hashlib.blake2b(tag.encode(), digest_size=12).hexdigest()
-
-
-def tagset(tags: Iterable[str]) -> str:
-    """The ``tagset`` column's text for a chunk with ``tags``."""
-    return " ".join(tag_token(tag) for tag in tags)
-
-
-def query_words(query_text: str) -> list[str]:
-    """The distinct words of a query, lowercased, at most :data:`MAX_QUERY_WORDS`."""
-    return list(dict.fromkeys(_WORD.findall(query_text.lower())))[:MAX_QUERY_WORDS]
-
-
-def rarest_words(
-    words: Sequence[str], frequencies: Mapping[str, int], budget: int = COMMON_TERMS_BUDGET
-) -> list[str]:
-    """The rarest ``words`` whose document frequencies add up to at most ``budget`` (the
-    rarest one always), in query order."""
-    kept: set[str] = set()
-    total = 0
-    for word in sorted(words, key=lambda w: frequencies.get(w, 0)):
-        frequency = frequencies.get(word, 0)
-        if kept and total + frequency > budget:
-            break
-        kept.add(word)
-        total += frequency
-    return [word for word in words if word in kept]
-
-
-def fts_query(user_id: str, words: Sequence[str], tags: Sequence[str]) -> str | None:
-    """The FTS5 MATCH expression for the user's words and tags, or ``None`` for no words."""
-    if not words:
-        return None
-    # Every word is quoted, so FTS5 operators typed by a user are just words.
-    text = " OR ".join(f'"{word}"' for word in words)
-    filters = [f'owner:"{owner_token(user_id)}"']
-    filters += [f'tagset:"{tag_token(tag)}"' for tag in tags]
-    return " AND ".join([*filters, f"text:({text})"])
-
-
-class TermFrequencies:
-    """How many chunks contain each word (FTS5's ``fts5vocab``), fetched by ``fetch`` and
-    kept for ``ttl`` seconds: the cutoff needs an estimate, not an exact count."""
-
-    def __init__(
-        self,
-        fetch: Callable[[Sequence[str]], Mapping[str, int]],
-        *,
-        ttl: float = 300.0,
-        max_entries: int = 65_536,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._fetch = fetch
-        self._ttl = ttl
-        self._max_entries = max_entries
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._known: dict[str, tuple[int, float]] = {}
-
-    def get(self, words: Sequence[str]) -> dict[str, int]:
-        """The document frequency of each word (0 for a word no chunk contains)."""
-        now = self._clock()
-        with self._lock:
-            found = {w: v[0] for w in words if (v := self._known.get(w)) and v[1] > now}
-        missing = [word for word in words if word not in found]
-        if missing:
-            fetched = self._fetch(missing)
-            with self._lock:
-                if len(self._known) + len(missing) > self._max_entries:
-                    self._known.clear()
-                for word in missing:
-                    found[word] = fetched.get(word, 0)
-                    self._known[word] = (found[word], now + self._ttl)
-        return found
-
-
-def vocabulary_query(count: int) -> str:
-    """The statement that reads ``count`` words' document frequencies."""
-    return f"SELECT term, doc FROM chunks_vocab WHERE term IN ({', '.join('?' * count)})"
 
 
 def pool_size(top_k: int) -> int:

@@ -14,10 +14,11 @@ write with vectors begins with a guard statement that fails, rolling its batch b
 unless the stored model is still the write's; so a host that kept saving after another
 one dropped the vectors and claimed another model is refused, atomically.
 
-Vectors live in ``chunk_vectors`` as ``F32_BLOB(dimensions)`` with libSQL's own index
-(``libsql_vector_idx``, cosine). The index spans all users, so its nearest ``pool``
-neighbours are filtered by user and tags in SQL; when that leaves fewer than ``top_k``
-notes, or when tags are given, the user's (tagged) chunks are ranked exactly instead.
+Vectors live in ``chunk_vectors`` as ``F32_BLOB(dimensions)``, indexed by user, and a
+search ranks the user's (tagged) chunks exactly by cosine distance. libSQL's own vector
+index (``libsql_vector_idx``) is not used: it spans every user, so the neighbours it
+returns for one user's query, and how many of them are that user's, depend on what other
+users stored; the exact scan reads the user's rows only and costs what they hold.
 """
 
 from __future__ import annotations
@@ -31,26 +32,17 @@ from typing import Any
 
 import aiohttp
 import libsql_client
+from toolcage.policies import Principal
 
-from . import _events as events
+from . import _events as conversation
+from . import _keywords as keywords
 from . import _libsql_statements as statements_for
 from . import _rows as rows
 from . import _schema as schema
 from ._counters import RemoteCounters
-from ._fusion import (
-    TermFrequencies,
-    fts_query,
-    fuse,
-    max_distance,
-    owner_token,
-    pack_vector,
-    pool_size,
-    query_words,
-    rarest_words,
-    vocabulary_query,
-)
+from ._fusion import fuse, max_distance, pack_vector, pool_size
+from ._keywords import Statement
 from ._libsql_client import BoundedClient
-from ._libsql_statements import Statement
 from ._protocol import (
     ConversationHit,
     EmbeddingModelMismatch,
@@ -85,7 +77,6 @@ class RemoteStore:
         self._closed = False
         self._timeout = timeout
         self._claimed: tuple[str, int] | None = None
-        self._frequencies = TermFrequencies(self._fetch_frequencies)
         try:
             self._client = BoundedClient(endpoint, auth_token=auth_token, timeout=timeout)
         except (libsql_client.LibsqlError, ValueError) as exc:
@@ -163,9 +154,13 @@ class RemoteStore:
                 )
             if version == schema.SCHEMA_VERSION:
                 return
-            statements: list[Statement] = [
-                (statement, ()) for batch in schema.MIGRATIONS[version:] for statement in batch
-            ]
+            statements: list[Statement] = []
+            for step in (step for steps in schema.MIGRATIONS[version:] for step in steps):
+                # a function reads now, and its statements run in the batch (it guards them)
+                statements += [(step, ())] if isinstance(step, str) else step(self._execute)
+            stored = self.stored_model()
+            if stored is not None:  # vector tables of an older version: index them by user
+                statements += [(sql, ()) for sql in statements_for.vector_tables(stored[1])]
             statements.append(
                 (
                     "INSERT OR REPLACE INTO store_meta VALUES ('schema_version', ?)",
@@ -245,7 +240,7 @@ class RemoteStore:
 
     def save_note(
         self,
-        user_id: str,
+        principal: Principal,
         note_id: str,
         chunks: Sequence[str],
         vectors: Sequence[Sequence[float]] | None,
@@ -255,11 +250,11 @@ class RemoteStore:
         rows.check_chunks(chunks, vectors, model)
         tags = list(dict.fromkeys(tags))
         self._claim_model(vectors, model)
+        user_id, writer = principal.user_id, rows.writer(principal)
         statements: list[Statement] = [
             (
-                "INSERT INTO notes (user_id, note_id, tags, model, created_at, updated_at)"
-                f" VALUES (?, ?, ?, ?, {schema.NOW}, {schema.NOW})",
-                (user_id, note_id, json.dumps(tags), model if vectors else None),
+                schema.INSERT_NOTE,
+                (user_id, note_id, json.dumps(tags), model if vectors else None, writer, writer),
             ),
             *statements_for.insert_chunks(user_id, note_id, chunks, vectors, tags),
             (schema.NOTE_RECORD, (user_id, note_id)),
@@ -268,7 +263,7 @@ class RemoteStore:
 
     def replace_note(
         self,
-        user_id: str,
+        principal: Principal,
         note_id: str,
         chunks: Sequence[str],
         vectors: Sequence[Sequence[float]] | None,
@@ -278,13 +273,13 @@ class RemoteStore:
         rows.check_chunks(chunks, vectors, model)
         tags = list(dict.fromkeys(tags))
         stored = self._claim_model(vectors, model)
+        user_id, writer = principal.user_id, rows.writer(principal)
         statements: list[Statement] = [
             (schema.NOTE_ROWID, (user_id, note_id)),
             *statements_for.delete_chunks(user_id, note_id, stored is not None),
             (
-                f"UPDATE notes SET tags = ?, model = ?, updated_at = {schema.NOW}"
-                " WHERE user_id = ? AND note_id = ?",
-                (json.dumps(tags), model if vectors else None, user_id, note_id),
+                schema.UPDATE_NOTE,
+                (json.dumps(tags), model if vectors else None, writer, user_id, note_id),
             ),
             *statements_for.insert_chunks(user_id, note_id, chunks, vectors, tags),
             (schema.NOTE_RECORD, (user_id, note_id)),
@@ -322,18 +317,20 @@ class RemoteStore:
         tags = list(dict.fromkeys(tags))
         pool = pool_size(top_k)
         keyword: list[tuple[int, int]] = []
-        words = query_words(query_text) if fts_weight > 0 else []
-        words = rarest_words(words, self._frequencies.get(words)) if words else []
-        expression = fts_query(user_id, words, tags)
-        if expression is not None:
-            keyword = [
-                (int(r[0]), int(r[1]))
-                for r in self._execute(schema.KEYWORD_SEARCH, (expression, pool, user_id))
-            ]
+        if fts_weight > 0:
+            keyword = keywords.search(
+                self._execute,
+                user_id,
+                keywords.NOTES,
+                query_text,
+                limit=pool,
+                tags=tags,
+                budget=keywords.COMMON_TERMS_BUDGET,
+            )
         nearest: list[tuple[int, int]] = []
         if query_vector is not None and vector_weight > 0:
             nearest = self._nearest(
-                user_id, query_vector, model, tags, top_k, pool, max_distance(min_similarity)
+                user_id, query_vector, model, tags, pool, max_distance(min_similarity)
             )
         fused = fuse(
             nearest, keyword, vector_weight=vector_weight, fts_weight=fts_weight, top_k=top_k
@@ -349,7 +346,6 @@ class RemoteStore:
         query_vector: Sequence[float],
         model: str | None,
         tags: Sequence[str],
-        top_k: int,
         pool: int,
         max_distance: float,
     ) -> list[tuple[int, int]]:
@@ -360,12 +356,6 @@ class RemoteStore:
         if stored != given:
             raise EmbeddingModelMismatch(rows.model_name(*stored), rows.model_name(*given))
         blob = pack_vector(query_vector)
-        if not tags:
-            found = self._execute(
-                statements_for.NEAREST_INDEXED, (blob, blob, pool, user_id, user_id, max_distance)
-            )
-            if len({r[1] for r in found}) >= top_k:
-                return [(int(r[0]), int(r[1])) for r in found]
         tag_args: list[Any] = []
         for tag in tags:
             tag_args += [user_id, tag]
@@ -373,34 +363,23 @@ class RemoteStore:
         found = self._execute(sql, (blob, user_id, user_id, *tag_args, max_distance, pool))
         return [(int(r[0]), int(r[1])) for r in found]
 
-    def _fetch_frequencies(self, words: Sequence[str]) -> dict[str, int]:
-        return {str(r[0]): int(r[1]) for r in self._execute(vocabulary_query(len(words)), words)}
-
     # -- conversation --------------------------------------------------------------------
 
-    def record_events(
-        self, user_id: str, session_id: str, events: Sequence[tuple[str, str]]
-    ) -> int:
-        kept = rows.check_events(events)
-        if not kept:
-            return 0
-        owner = owner_token(user_id)
-        statements: list[Statement] = []
-        for role, text in kept:  # one batch, one transaction
-            statements.append((schema.INSERT_EVENT, (user_id, session_id, role, text)))
-            statements.append((schema.INDEX_LAST_EVENT, (text, owner)))
-        self._batch(statements)
-        return len(kept)
+    def record_events(self, principal: Principal, events: Sequence[tuple[str, str]]) -> int:
+        statements, count = conversation.record(principal, events)
+        if count:
+            self._batch(statements)  # one batch, one transaction
+        return count
 
     def events_to_embed(
         self, user_id: str, model: str, dimensions: int, limit: int
     ) -> list[tuple[int, str]]:
-        return events.unembedded(self._execute, user_id, model, dimensions, limit)
+        return conversation.unembedded(self._execute, user_id, model, dimensions, limit)
 
     def save_event_vectors(
         self, user_id: str, model: str, vectors: Sequence[tuple[int, Sequence[float]]]
     ) -> None:
-        statements = events.vector_rows(user_id, model, vectors)
+        statements = conversation.vector_rows(user_id, model, vectors)
         if statements:
             self._batch(statements)
 
@@ -416,7 +395,7 @@ class RemoteStore:
         model: str | None = None,
         min_similarity: float | None = None,
     ) -> list[ConversationHit]:
-        return events.search_events(
+        return conversation.search_events(
             self._execute,
             "vector_distance_cos(vector32(vector), vector32(?))",
             user_id,
@@ -432,26 +411,14 @@ class RemoteStore:
     # -- scratchpads ---------------------------------------------------------------------
 
     def read_pad(self, user_id: str, session_id: str) -> Pad | None:
-        found = self._execute(
-            "SELECT items, updated_at FROM pads WHERE user_id = ? AND session_id = ?",
-            (user_id, session_id),
-        )
+        found = self._execute(schema.READ_PAD, (user_id, session_id))
         return rows.pad(session_id, found[0] if found else None)
 
-    def write_pad(self, user_id: str, session_id: str, items: Sequence[str]) -> Pad:
+    def write_pad(self, principal: Principal, items: Sequence[str]) -> Pad:
+        user_id, session_id = principal.user_id, principal.session_id
+        written = (user_id, session_id, json.dumps(list(items)), rows.writer(principal))
         results = self._batch(
-            [
-                (
-                    f"INSERT INTO pads VALUES (?, ?, ?, {schema.NOW})"
-                    " ON CONFLICT (user_id, session_id)"
-                    " DO UPDATE SET items = excluded.items, updated_at = excluded.updated_at",
-                    (user_id, session_id, json.dumps(list(items))),
-                ),
-                (
-                    "SELECT items, updated_at FROM pads WHERE user_id = ? AND session_id = ?",
-                    (user_id, session_id),
-                ),
-            ]
+            [(schema.WRITE_PAD, written), (schema.READ_PAD, (user_id, session_id))]
         )
         pad = rows.pad(session_id, results[1][0])
         assert pad is not None  # noqa: S101 -- written in this batch
@@ -477,7 +444,6 @@ class RemoteStore:
             [
                 ("SELECT count(*) FROM chunk_vectors", ()),
                 ("DELETE FROM event_vectors", ()),
-                ("DROP INDEX IF EXISTS chunk_vectors_idx", ()),
                 ("DROP TABLE IF EXISTS chunk_vectors", ()),
                 ("DELETE FROM store_meta WHERE key IN ('embedding_model', 'dimensions')", ()),
                 ("UPDATE notes SET model = NULL", ()),

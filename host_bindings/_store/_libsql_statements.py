@@ -1,4 +1,4 @@
-"""The statements of the remote store's writes, and its vector searches.
+"""The statements of the remote store's writes, and its vector search.
 
 Each write is one batch, so each statement finds its rows by ``(user_id, note_id)``
 (``INSERT … SELECT``, ``… WHERE id IN (the note's chunks)``) instead of by ids read back.
@@ -7,24 +7,14 @@ Each write is one batch, so each statement finds its rows by ``(user_id, note_id
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from ._fusion import owner_token, pack_vector, tagset
-
-Statement = tuple[str, Sequence[Any]]
-"""SQL and its arguments."""
+from . import _keywords as keywords
+from ._fusion import pack_vector
+from ._keywords import Statement
 
 _NOTE_CHUNKS = """
     SELECT c.id FROM chunks AS c JOIN notes AS n ON n.id = c.note_rowid
     WHERE n.user_id = ? AND n.note_id = ? AND c.user_id = ?"""
-
-NEAREST_INDEXED = """
-    SELECT chunk_id, note_rowid FROM (
-        SELECT v.chunk_id, c.note_rowid, vector_distance_cos(v.embedding, vector32(?)) AS d
-        FROM vector_top_k('chunk_vectors_idx', vector32(?), ?) AS t
-        JOIN chunk_vectors AS v ON v.rowid = t.id JOIN chunks AS c ON c.id = v.chunk_id
-        WHERE v.user_id = ? AND c.user_id = ?)
-    WHERE d <= ? ORDER BY d, chunk_id"""
 
 NEAREST_EXACT = """
     SELECT chunk_id, note_rowid FROM (
@@ -49,12 +39,11 @@ def model_guard(model: str, dimensions: int) -> list[Statement]:
 
 
 def vector_tables(dimensions: int) -> list[str]:
-    """The vector table for ``dimensions`` and libSQL's index on it (cosine)."""
+    """The vector table for ``dimensions``, indexed by user."""
     return [
         "CREATE TABLE IF NOT EXISTS chunk_vectors (chunk_id INTEGER PRIMARY KEY,"
         f" user_id TEXT NOT NULL, embedding F32_BLOB({dimensions}) NOT NULL)",
-        "CREATE INDEX IF NOT EXISTS chunk_vectors_idx"
-        " ON chunk_vectors (libsql_vector_idx(embedding, 'metric=cosine'))",
+        "CREATE INDEX IF NOT EXISTS chunk_vectors_by_user ON chunk_vectors (user_id)",
     ]
 
 
@@ -67,21 +56,21 @@ def insert_chunks(
 ) -> list[Statement]:
     """Add the note's chunks, their keyword rows, tags and vectors (the note row exists)."""
     this_note = "FROM notes WHERE user_id = ? AND note_id = ?"
-    statements: list[Statement] = [
-        (
-            "INSERT INTO chunks (note_rowid, user_id, chunk_index, text)"
-            f" SELECT id, ?, ?, ? {this_note}",
-            (user_id, index, text, user_id, note_id),
+    statements = [
+        keywords.corpus_row(
+            user_id, keywords.NOTES, exists=(f"SELECT 1 {this_note}", (user_id, note_id))
         )
-        for index, text in enumerate(chunks)
     ]
-    statements.append(
-        (
-            f"INSERT INTO chunks_fts (rowid, text, owner, tagset) SELECT c.id, c.text, ?, ?"
-            f" FROM ({_NOTE_CHUNKS}) AS k JOIN chunks AS c ON c.id = k.id",
-            (owner_token(user_id), tagset(tags), user_id, note_id, user_id),
+    for index, text in enumerate(chunks):
+        statements.append(
+            (
+                "INSERT INTO chunks (note_rowid, user_id, chunk_index, text)"
+                f" SELECT id, ?, ?, ? {this_note}",
+                (user_id, index, text, user_id, note_id),
+            )
         )
-    )
+        chunk = (f"({_NOTE_CHUNKS} AND c.chunk_index = ?)", (user_id, note_id, user_id, index))
+        statements += keywords.index(user_id, keywords.NOTES, chunk, text, len(tags))
     statements += [
         (
             "INSERT INTO chunk_tags (user_id, tag, chunk_id)"
@@ -107,7 +96,7 @@ def delete_chunks(user_id: str, note_id: str, with_vectors: bool) -> list[Statem
     """Remove the note's chunks and everything indexed of them (the note row stays)."""
     chunks = (user_id, note_id, user_id)
     statements: list[Statement] = [
-        (f"DELETE FROM chunks_fts WHERE rowid IN ({_NOTE_CHUNKS})", chunks),
+        *keywords.unindex(user_id, keywords.NOTES, (_NOTE_CHUNKS, chunks)),
         (f"DELETE FROM chunk_tags WHERE chunk_id IN ({_NOTE_CHUNKS})", chunks),
     ]
     if with_vectors:

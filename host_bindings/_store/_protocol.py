@@ -1,9 +1,13 @@
 """The state store's seam: what memory, scratchpad and search tools ask of a backend.
 
 A :class:`StateStore` is synchronous and thread-safe: host functions call it from the
-worker thread that runs a guest, several guests at once. Every method takes the
-``user_id`` of the call and every statement a backend runs is scoped by it in SQL, so
-another user's note id behaves exactly like an unknown one.
+worker thread that runs a guest, several guests at once. A write takes the call's whole
+:class:`~toolcage.policies.Principal` -- its ``user_id`` (and, for events and pads, its
+``session_id``) says whose rows these are, and the principal is stored with them as their
+writer, for accountability only -- and a read or a delete takes the call's ``user_id``.
+Every statement a backend runs is scoped by the user in SQL, so another user's note id
+behaves exactly like an unknown one, and a search ranks the user's rows by the user's own
+statistics (see :mod:`._keywords`), so it tells nothing of other users' rows.
 
 Notes are stored as chunks (the caller chunks and embeds; the store keeps text, tags and
 vectors). Timestamps are the backend's clock, ISO 8601 in UTC
@@ -26,6 +30,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
+
+from toolcage.policies import Principal
 
 
 class StoreError(Exception):
@@ -139,27 +145,29 @@ class StateStore(Protocol):
 
     def save_note(
         self,
-        user_id: str,
+        principal: Principal,
         note_id: str,
         chunks: Sequence[str],
         vectors: Sequence[Sequence[float]] | None,
         tags: Sequence[str],
         model: str | None,
     ) -> NoteRecord:
-        """Store a new note of ``chunks`` (one vector per chunk, of ``model``, or none)."""
+        """Store a new note of the principal's user of ``chunks`` (one vector per chunk, of
+        ``model``, or none), written by ``principal``."""
         ...
 
     def replace_note(
         self,
-        user_id: str,
+        principal: Principal,
         note_id: str,
         chunks: Sequence[str],
         vectors: Sequence[Sequence[float]] | None,
         tags: Sequence[str],
         model: str | None,
     ) -> NoteRecord | None:
-        """Replace the user's note atomically (delete, then save under the same id, keeping
-        ``created_at``); ``None`` when the user has no such note."""
+        """Replace the principal's user's note atomically (delete, then save under the same
+        id, keeping ``created_at`` and its first writer), written by ``principal``; ``None``
+        when the user has no such note."""
         ...
 
     def delete_note(self, user_id: str, note_id: str) -> bool:
@@ -186,11 +194,10 @@ class StateStore(Protocol):
         whose weight is 0 is not searched."""
         ...
 
-    def record_events(
-        self, user_id: str, session_id: str, events: Sequence[tuple[str, str]]
-    ) -> int:
-        """Append ``(role, text)`` conversation events of the user's session, in order, in
-        one transaction; returns how many were stored."""
+    def record_events(self, principal: Principal, events: Sequence[tuple[str, str]]) -> int:
+        """Append ``(role, text)`` conversation events of the principal's user and session,
+        in order, in one transaction, written by ``principal``; returns how many were
+        stored."""
         ...
 
     def events_to_embed(
@@ -229,8 +236,9 @@ class StateStore(Protocol):
         """The session's scratchpad, or ``None`` when it has none."""
         ...
 
-    def write_pad(self, user_id: str, session_id: str, items: Sequence[str]) -> Pad:
-        """Replace the session's scratchpad with ``items``."""
+    def write_pad(self, principal: Principal, items: Sequence[str]) -> Pad:
+        """Replace the scratchpad of the principal's session with ``items``, written by
+        ``principal``."""
         ...
 
     def clear_pad(self, user_id: str, session_id: str) -> bool:

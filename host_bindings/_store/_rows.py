@@ -6,9 +6,17 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from toolcage.policies import Principal
+
 from . import _schema as schema
 from ._fusion import Fused
 from ._protocol import ConversationHit, NoteHit, NoteRecord, Pad
+
+
+def writer(principal: Principal) -> str:
+    """How the principal that writes a note, an event or a pad is stored with it: its
+    ``to_record()`` as compact JSON (``Principal.from_record`` reads it back)."""
+    return json.dumps(principal.to_record(), separators=(",", ":"), sort_keys=True)
 
 
 def record(row: Sequence[Any]) -> NoteRecord:

@@ -4,30 +4,45 @@
 vector is stored, ``embedding_model`` and ``dimensions``. A backend opens the database,
 creates ``store_meta`` if it is missing, and applies, in one write transaction, every
 migration past the recorded version; several processes opening one database at once
-serialise on that transaction, and the loser finds the work done.
+serialise on that transaction, and the loser finds the work done. A migration step is
+SQL, or a function that reads the database and returns statements (the keyword index of
+a database that had none, see :func:`._keywords.backfill`).
 
 Vector tables depend on the backend and on the embedder's dimensions, so each backend
 creates its own when the first vector arrives (see ``vector_tables`` in each backend).
 
-Conversation events (``events``, keyword-indexed in ``events_fts`` with an ``owner``
-column like ``chunks_fts``'s) are kept apart from notes: they carry no tags and no note
+Conversation events (``events``) are kept apart from notes: they carry no tags and no note
 id, so nothing that reads or deletes notes can reach them. Their vectors (``event_vectors``,
 float32 blobs, one row per event with the embedder's model and dimensions as ``model``)
 are made after the fact, by the search that needs them, and compared only with a query
-of the same model.
+of the same model. Chunks and events are keyword-indexed per user (``keyword_*``, see
+:mod:`._keywords`).
 
 Rows of every table carry ``user_id`` (``chunks`` and ``chunk_tags`` copy it from their
-note), so each statement can scope by user without a join.
+note), so each statement can scope by user without a join. Notes, events and pads also
+record who wrote them, as ``Principal.to_record()`` JSON: a note its first and its last
+writer (``created_by``, ``updated_by``), an event the turn's principal (``created_by``), a
+pad its last writer (``updated_by``); ``NULL`` for rows written before they were kept.
+They are for accountability: no statement decides access by them.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+
+from ._keywords import Run, Statement, backfill
 
 NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 """The backend's clock, as the ISO 8601 UTC text every timestamp is stored as."""
 
 META_TABLE = "CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
+Step = str | Callable[[Run], list[Statement]]
+"""A migration's step: SQL, or a function that reads the database and returns statements."""
+
+Migration = tuple[Step, ...]
+
+MIGRATIONS: tuple[Migration, ...] = (
     # 1: notes, their chunks and tags, keyword index, scratchpads.
     (
         """CREATE TABLE notes (
@@ -105,6 +120,43 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             granted REAL NOT NULL
         ) WITHOUT ROWID""",
     ),
+    # 6: keyword search on each user's own statistics (see _keywords) instead of one FTS5
+    # index of every user's rows, and the principal that wrote each note, event and pad.
+    (
+        "ALTER TABLE notes ADD COLUMN created_by TEXT",
+        "ALTER TABLE notes ADD COLUMN updated_by TEXT",
+        "ALTER TABLE events ADD COLUMN created_by TEXT",
+        "ALTER TABLE pads ADD COLUMN updated_by TEXT",
+        """CREATE TABLE keyword_corpora (
+            id INTEGER PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            documents INTEGER NOT NULL DEFAULT 0,
+            length INTEGER NOT NULL DEFAULT 0,
+            UNIQUE (user_id, kind)
+        )""",
+        """CREATE TABLE keyword_terms (
+            corpus INTEGER NOT NULL,
+            term TEXT NOT NULL,
+            documents INTEGER NOT NULL,
+            PRIMARY KEY (corpus, term)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE keyword_postings (
+            corpus INTEGER NOT NULL,
+            term TEXT NOT NULL,
+            doc INTEGER NOT NULL,
+            hits INTEGER NOT NULL,
+            length INTEGER NOT NULL,
+            PRIMARY KEY (corpus, term, doc)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX keyword_postings_by_doc ON keyword_postings (corpus, doc)",
+        backfill,
+        "DROP TABLE chunks_vocab",
+        "DROP TABLE chunks_fts",
+        "DROP TABLE events_fts",
+        # The remote store's index of every user's vectors: searches scan the user's own.
+        "DROP INDEX IF EXISTS chunk_vectors_idx",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -120,37 +172,34 @@ NOTE_RECORD = """
 
 CHUNK_IDS = "SELECT id FROM chunks WHERE user_id = ? AND note_rowid = ?"
 
-KEYWORD_SEARCH = """
-    SELECT c.id, c.note_rowid
-    FROM (SELECT rowid AS id, rank FROM chunks_fts
-          WHERE chunks_fts MATCH ? AND rank MATCH 'bm25(1.0, 0.0, 0.0)'
-          ORDER BY rank LIMIT ?) AS m
-    JOIN chunks AS c ON c.id = m.id
-    WHERE c.user_id = ?
-    ORDER BY m.rank"""
+INSERT_NOTE = f"""
+    INSERT INTO notes
+        (user_id, note_id, tags, model, created_by, updated_by, created_at, updated_at)
+    VALUES (?, ?, ?, ?, ?, ?, {NOW}, {NOW})"""
+"""A new note (bound as ``user_id, note_id, tags, model, writer, writer``)."""
+
+UPDATE_NOTE = f"""
+    UPDATE notes SET tags = ?, model = ?, updated_by = ?, updated_at = {NOW}
+    WHERE user_id = ? AND note_id = ?"""
+"""A replaced note's row (bound as ``tags, model, writer, user_id, note_id``)."""
+
+READ_PAD = "SELECT items, updated_at FROM pads WHERE user_id = ? AND session_id = ?"
+
+WRITE_PAD = f"""
+    INSERT INTO pads (user_id, session_id, items, updated_by, updated_at)
+    VALUES (?, ?, ?, ?, {NOW})
+    ON CONFLICT (user_id, session_id) DO UPDATE SET items = excluded.items,
+        updated_by = excluded.updated_by, updated_at = excluded.updated_at"""
+"""Replace a session's pad (bound as ``user_id, session_id, items, writer``)."""
 
 HIT_ROWS = """
     SELECT n.id, n.note_id, n.tags, n.created_at, n.updated_at, c.id, c.chunk_index, c.text
     FROM notes AS n JOIN chunks AS c ON c.note_rowid = n.id
     WHERE n.user_id = ? AND c.user_id = ? AND c.id IN ({marks})"""
 
-
 INSERT_EVENT = f"""
-    INSERT INTO events (user_id, session_id, role, text, created_at)
-    VALUES (?, ?, ?, ?, {NOW})"""
-
-INDEX_LAST_EVENT = "INSERT INTO events_fts (rowid, text, owner) VALUES (last_insert_rowid(), ?, ?)"
-"""Index the text of the event just inserted (bound as ``text, owner token``), so a
-remote batch needs no id read back."""
-
-EVENT_SEARCH = """
-    SELECT e.id
-    FROM (SELECT rowid AS id, rank FROM events_fts
-          WHERE events_fts MATCH ? AND rank MATCH 'bm25(1.0, 0.0)'
-          ORDER BY rank LIMIT ?) AS m
-    JOIN events AS e ON e.id = m.id
-    WHERE e.user_id = ?
-    ORDER BY m.rank, e.id"""
+    INSERT INTO events (user_id, session_id, role, text, created_by, created_at)
+    VALUES (?, ?, ?, ?, ?, {NOW})"""
 
 UNEMBEDDED_EVENTS = """
     SELECT e.id, e.text FROM events AS e

@@ -1,8 +1,8 @@
-"""The embedded state store: one SQLite file with FTS5 and sqlite-vec.
+"""The embedded state store: one SQLite file with sqlite-vec.
 
 Connections and transactions are :mod:`._sqlite_pool`'s, the vector index is
-:mod:`._sqlite_vectors`'s; this module keeps notes, chunks, tags and scratchpads in step
-with them, one write transaction per change.
+:mod:`._sqlite_vectors`'s, the keyword index :mod:`._keywords`'s; this module keeps notes,
+chunks, tags and scratchpads in step with them, one write transaction per change.
 """
 
 from __future__ import annotations
@@ -15,25 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+from toolcage.policies import Principal
 
-from . import _events as events
+from . import _events as conversation
+from . import _keywords as keywords
 from . import _rows as rows
 from . import _schema as schema
 from . import _sqlite_vectors as vectors_index
 from ._counters import EmbeddedCounters
-from ._fusion import (
-    Fused,
-    TermFrequencies,
-    fts_query,
-    fuse,
-    max_distance,
-    owner_token,
-    pool_size,
-    query_words,
-    rarest_words,
-    tagset,
-    vocabulary_query,
-)
+from ._fusion import Fused, fuse, max_distance, pool_size
 from ._protocol import (
     ConversationHit,
     EmbeddingModelMismatch,
@@ -50,7 +40,7 @@ class EmbeddedStore:
     """A :class:`~._protocol.StateStore` in the SQLite file at ``path``::
 
     store = EmbeddedStore(Path("state.db"), url="sqlite:state.db")
-    store.save_note("alice", "note-1", ["tea with lemon"], None, ["drinks"], None)
+    store.save_note(Principal("alice"), "note-1", ["tea with lemon"], None, ["drinks"], None)
     store.close()
     """
 
@@ -58,7 +48,6 @@ class EmbeddedStore:
         self._url = url
         self._pool = ConnectionPool(path, url=url, busy_timeout_ms=busy_timeout_ms)
         self._counters = EmbeddedCounters(self._pool, str(path), url)
-        self._frequencies = TermFrequencies(self._fetch_frequencies)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             create_private(path)
@@ -96,7 +85,7 @@ class EmbeddedStore:
 
     def save_note(
         self,
-        user_id: str,
+        principal: Principal,
         note_id: str,
         chunks: Sequence[str],
         vectors: Sequence[Sequence[float]] | None,
@@ -105,19 +94,19 @@ class EmbeddedStore:
     ) -> NoteRecord:
         rows.check_chunks(chunks, vectors, model)
         tags = _unique_tags(tags)
+        user_id, writer = principal.user_id, rows.writer(principal)
         with _translated(self._url), self._pool.write() as conn:
             self._claim_model(conn, vectors, model)
             conn.execute(
-                "INSERT INTO notes (user_id, note_id, tags, model, created_at, updated_at)"
-                f" VALUES (?, ?, ?, ?, {schema.NOW}, {schema.NOW})",
-                (user_id, note_id, json.dumps(tags), model if vectors else None),
+                schema.INSERT_NOTE,
+                (user_id, note_id, json.dumps(tags), model if vectors else None, writer, writer),
             )
             self._insert_chunks(conn, user_id, conn.last_insert_rowid(), chunks, vectors, tags)
             return _record(conn, user_id, note_id)
 
     def replace_note(
         self,
-        user_id: str,
+        principal: Principal,
         note_id: str,
         chunks: Sequence[str],
         vectors: Sequence[Sequence[float]] | None,
@@ -126,6 +115,7 @@ class EmbeddedStore:
     ) -> NoteRecord | None:
         rows.check_chunks(chunks, vectors, model)
         tags = _unique_tags(tags)
+        user_id = principal.user_id
         with _translated(self._url), self._pool.write() as conn:
             row = conn.execute(schema.NOTE_ROWID, (user_id, note_id)).fetchone()
             if row is None:
@@ -133,9 +123,14 @@ class EmbeddedStore:
             self._claim_model(conn, vectors, model)
             self._delete_chunks(conn, user_id, row[0])
             conn.execute(
-                f"UPDATE notes SET tags = ?, model = ?, updated_at = {schema.NOW}"
-                " WHERE user_id = ? AND id = ?",
-                (json.dumps(tags), model if vectors else None, user_id, row[0]),
+                schema.UPDATE_NOTE,
+                (
+                    json.dumps(tags),
+                    model if vectors else None,
+                    rows.writer(principal),
+                    user_id,
+                    note_id,
+                ),
             )
             self._insert_chunks(conn, user_id, row[0], chunks, vectors, tags)
             return _record(conn, user_id, note_id)
@@ -177,17 +172,15 @@ class EmbeddedStore:
         vectors: Sequence[Sequence[float]] | None,
         tags: Sequence[str],
     ) -> None:
-        owner, tag_tokens = owner_token(user_id), tagset(tags)
+        conn.execute(*keywords.corpus_row(user_id, keywords.NOTES))
         for index, text in enumerate(chunks):
             conn.execute(
                 "INSERT INTO chunks (note_rowid, user_id, chunk_index, text) VALUES (?, ?, ?, ?)",
                 (note_rowid, user_id, index, text),
             )
             chunk_id = conn.last_insert_rowid()
-            conn.execute(
-                "INSERT INTO chunks_fts (rowid, text, owner, tagset) VALUES (?, ?, ?, ?)",
-                (chunk_id, text, owner, tag_tokens),
-            )
+            chunk = ("?", (chunk_id,))
+            _run_all(conn, keywords.index(user_id, keywords.NOTES, chunk, text, len(tags)))
             conn.executemany(
                 "INSERT INTO chunk_tags (user_id, tag, chunk_id) VALUES (?, ?, ?)",
                 [(user_id, tag, chunk_id) for tag in tags],
@@ -200,8 +193,11 @@ class EmbeddedStore:
         row = conn.execute("SELECT tags FROM notes WHERE id = ?", (note_rowid,)).fetchone()
         tag_count = len(json.loads(row[0])) if row else 0
         with_vectors = _stored_model(conn) is not None
+        _run_all(
+            conn,
+            keywords.unindex(user_id, keywords.NOTES, (schema.CHUNK_IDS, (user_id, note_rowid))),
+        )
         for chunk_id in ids:
-            conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (chunk_id,))
             conn.execute("DELETE FROM chunk_tags WHERE chunk_id = ?", (chunk_id,))
             if with_vectors:
                 vectors_index.delete(conn, user_id, chunk_id, tag_count)
@@ -227,18 +223,18 @@ class EmbeddedStore:
         if top_k < 1:
             return []
         tags = list(dict.fromkeys(tags))
-        pool = pool_size(top_k)  # of keyword matches
-        words = query_words(query_text) if fts_weight > 0 else []
-        with _translated(self._url):
-            words = rarest_words(words, self._frequencies.get(words)) if words else []
         with _translated(self._url), self._pool.read() as conn:
             keyword: list[tuple[int, int]] = []
-            expression = fts_query(user_id, words, tags)
-            if expression is not None:
-                keyword = [
-                    (row[0], row[1])
-                    for row in conn.execute(schema.KEYWORD_SEARCH, (expression, pool, user_id))
-                ]
+            if fts_weight > 0:
+                keyword = keywords.search(
+                    _runner(conn),
+                    user_id,
+                    keywords.NOTES,
+                    query_text,
+                    limit=pool_size(top_k),
+                    tags=tags,
+                    budget=keywords.COMMON_TERMS_BUDGET,
+                )
             nearest: list[tuple[int, int]] = []
             if query_vector is not None and vector_weight > 0:
                 nearest = _nearest(conn, user_id, query_vector, model, tags, top_k, min_similarity)
@@ -247,35 +243,25 @@ class EmbeddedStore:
             )
             return _hits(conn, user_id, fused)
 
-    def _fetch_frequencies(self, words: Sequence[str]) -> dict[str, int]:
-        with self._pool.connection() as conn:
-            return {row[0]: row[1] for row in conn.execute(vocabulary_query(len(words)), words)}
-
     # -- conversation --------------------------------------------------------------------
 
-    def record_events(
-        self, user_id: str, session_id: str, events: Sequence[tuple[str, str]]
-    ) -> int:
-        kept = rows.check_events(events)
-        if not kept:
-            return 0
-        owner = owner_token(user_id)
-        with _translated(self._url), self._pool.write() as conn:
-            for role, text in kept:
-                conn.execute(schema.INSERT_EVENT, (user_id, session_id, role, text))
-                conn.execute(schema.INDEX_LAST_EVENT, (text, owner))
-        return len(kept)
+    def record_events(self, principal: Principal, events: Sequence[tuple[str, str]]) -> int:
+        statements, count = conversation.record(principal, events)
+        if count:
+            with _translated(self._url), self._pool.write() as conn:
+                _run_all(conn, statements)
+        return count
 
     def events_to_embed(
         self, user_id: str, model: str, dimensions: int, limit: int
     ) -> list[tuple[int, str]]:
         with _translated(self._url), self._pool.read() as conn:
-            return events.unembedded(_runner(conn), user_id, model, dimensions, limit)
+            return conversation.unembedded(_runner(conn), user_id, model, dimensions, limit)
 
     def save_event_vectors(
         self, user_id: str, model: str, vectors: Sequence[tuple[int, Sequence[float]]]
     ) -> None:
-        statements = events.vector_rows(user_id, model, vectors)
+        statements = conversation.vector_rows(user_id, model, vectors)
         if not statements:
             return
         with _translated(self._url), self._pool.write() as conn:
@@ -295,7 +281,7 @@ class EmbeddedStore:
         min_similarity: float | None = None,
     ) -> list[ConversationHit]:
         with _translated(self._url), self._pool.read() as conn:
-            return events.search_events(
+            return conversation.search_events(
                 _runner(conn),
                 _COSINE,
                 user_id,
@@ -314,12 +300,12 @@ class EmbeddedStore:
         with _translated(self._url), self._pool.connection() as conn:
             return _pad(conn, user_id, session_id)
 
-    def write_pad(self, user_id: str, session_id: str, items: Sequence[str]) -> Pad:
+    def write_pad(self, principal: Principal, items: Sequence[str]) -> Pad:
+        user_id, session_id = principal.user_id, principal.session_id
         with _translated(self._url), self._pool.write() as conn:
             conn.execute(
-                f"INSERT INTO pads VALUES (?, ?, ?, {schema.NOW}) ON CONFLICT (user_id, session_id)"
-                " DO UPDATE SET items = excluded.items, updated_at = excluded.updated_at",
-                (user_id, session_id, json.dumps(list(items))),
+                schema.WRITE_PAD,
+                (user_id, session_id, json.dumps(list(items)), rows.writer(principal)),
             )
             pad = _pad(conn, user_id, session_id)
             assert pad is not None  # noqa: S101 -- written in this transaction
@@ -354,11 +340,16 @@ class EmbeddedStore:
 _COSINE = "vec_distance_cosine(vec_f32(vector), vec_f32(?))"
 
 
-def _runner(conn: apsw.Connection) -> events.Run:
+def _runner(conn: apsw.Connection) -> keywords.Run:
     def run(sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
         return [tuple(row) for row in conn.execute(sql, args)]
 
     return run
+
+
+def _run_all(conn: apsw.Connection, statements: Sequence[keywords.Statement]) -> None:
+    for sql, args in statements:
+        conn.execute(sql, args)
 
 
 @contextlib.contextmanager
@@ -415,8 +406,5 @@ def _record(conn: apsw.Connection, user_id: str, note_id: str) -> NoteRecord:
 
 
 def _pad(conn: apsw.Connection, user_id: str, session_id: str) -> Pad | None:
-    row = conn.execute(
-        "SELECT items, updated_at FROM pads WHERE user_id = ? AND session_id = ?",
-        (user_id, session_id),
-    ).fetchone()
+    row = conn.execute(schema.READ_PAD, (user_id, session_id)).fetchone()
     return rows.pad(session_id, row)

@@ -119,9 +119,13 @@ class ConnectionPool:
                     f"state store {self._url!r} has schema version {version}, newer than"
                     f" this toolcage's {schema.SCHEMA_VERSION}"
                 )
-            for statements in schema.MIGRATIONS[version:]:
-                for statement in statements:
-                    conn.execute(statement)
+            for steps in schema.MIGRATIONS[version:]:
+                for step in steps:
+                    if isinstance(step, str):
+                        conn.execute(step)
+                        continue
+                    for sql, args in step(lambda sql, args: list(conn.execute(sql, args))):
+                        conn.execute(sql, args)
             conn.execute(
                 "INSERT OR REPLACE INTO store_meta VALUES ('schema_version', ?)",
                 (str(schema.SCHEMA_VERSION),),

@@ -113,14 +113,14 @@ def delete(conn: apsw.Connection, user_id: str, chunk_id: int, tag_count: int) -
 
 _NEAREST_ONE_TAG = """
     SELECT chunk_id FROM chunk_tag_vec
-    WHERE bits MATCH vec_quantize_binary(vec_f32(?)) AND k = ? AND user_tag = ?"""
+    WHERE bits MATCH vec_bit(?) AND k = ? AND user_tag = ?"""
 
 _TAG_SIZE = """
     SELECT count(*) FROM (SELECT 1 FROM chunk_tags WHERE user_id = ? AND tag = ? LIMIT ?)"""
 
 _NEAREST_SCAN = """
     SELECT chunk_id FROM chunk_bits WHERE user_id = ?{tags}
-    ORDER BY vec_distance_hamming(vec_bit(bits), vec_quantize_binary(vec_f32(?))) LIMIT ?"""
+    ORDER BY vec_distance_hamming(vec_bit(bits), vec_bit(?)) LIMIT ?"""
 
 _RESCORE = """
     SELECT chunk_id, note_rowid FROM (
@@ -141,15 +141,17 @@ def nearest(
     """``(chunk_id, note_rowid)`` of the user's nearest chunks carrying every tag, best
     first: at most :func:`pool_for` ``top_k``, each within ``max_distance`` (cosine)."""
     blob = pack_vector(query_vector)
+    # The query's sign bits, once: in the scan's ORDER BY they would be made again per row.
+    [(bits,)] = conn.execute("SELECT vec_quantize_binary(vec_f32(?))", (blob,))
     pool = pool_for(top_k)
     if len(tags) == 1 and _tag_size(conn, user_id, tags[0]) <= TAG_PARTITION_LIMIT:
-        found = conn.execute(_NEAREST_ONE_TAG, (blob, pool, _partition(user_id, tags[0])))
+        found = conn.execute(_NEAREST_ONE_TAG, (bits, pool, _partition(user_id, tags[0])))
     else:
         sql = _NEAREST_SCAN.format(tags=schema.tag_filter("chunk_id", len(tags)))
         args: list[Any] = [user_id]
         for tag in tags:
             args += [user_id, tag]
-        found = conn.execute(sql, (*args, blob, pool))
+        found = conn.execute(sql, (*args, bits, pool))
     candidates = [row[0] for row in found]
     if not candidates:
         return []

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from toolcage.host_bindings._store import HashingEmbedder, StateStore, open_store
+from toolcage.policies import Principal
 
 from .stats import ms, summarise
 
@@ -27,6 +28,7 @@ NOTES = 100_000
 DIMENSIONS = 384
 TAGS = [f"topic{i}" for i in range(20)]
 USER = "bench-user"
+WRITER = Principal(user_id=USER)
 QUERIES = 300
 RECALL_QUERIES = 30
 REMOTE_NOTES = 2_000
@@ -37,7 +39,7 @@ SAVE_TARGET = 0.005
 
 
 def _cache_path() -> Path:
-    """Keyed by the corpus's shape; a cache of an older schema is migrated on open."""
+    """Keyed by the corpus's shape; a cache of an older schema is migrated in place."""
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return root / "toolcage" / f"bench-state-c4-{NOTES}x{DIMENSIONS}.db"
 
@@ -72,7 +74,7 @@ def _build(path: Path, embedder: HashingEmbedder) -> float:
         for n in range(NOTES):
             text, tags = _note(rng, vocabulary)
             vector = embedder.embed_one(text)
-            store.save_note(USER, f"note-{n:06d}", [text], [vector], tags, embedder.model)
+            store.save_note(WRITER, f"note-{n:06d}", [text], [vector], tags, embedder.model)
     finally:
         store.close()
     for suffix in ("-wal", "-shm"):
@@ -157,7 +159,7 @@ def _remote(embedder: HashingEmbedder) -> list[str]:
             for n, (text, tags) in enumerate(notes):
                 vector = embedder.embed_one(text)
                 start = time.perf_counter()
-                store.save_note(USER, f"note-{n}", [text], [vector], tags, embedder.model)
+                store.save_note(WRITER, f"note-{n}", [text], [vector], tags, embedder.model)
                 saves.append(time.perf_counter() - start)
             texts = [text for text, _ in notes[:200]]
             searches = _searches(store, embedder, texts, 1, True, count=REMOTE_QUERIES)
@@ -179,6 +181,11 @@ def run() -> list[str]:
     lines = []
     if cache.exists():
         lines.append(f"corpus: {NOTES:,} notes x {DIMENSIONS} dims, cached at {cache}")
+        started = time.perf_counter()
+        open_store(f"sqlite://{cache}", base_dir=cache.parent).close()  # migrated once, here
+        lines.append(
+            f"cache opened (and migrated, if it was older) in {time.perf_counter() - started:.1f} s"
+        )
     else:
         built = _build(cache, embedder)
         lines.append(f"corpus: {NOTES:,} notes x {DIMENSIONS} dims, built in {built:.0f} s")
@@ -218,7 +225,9 @@ def run() -> list[str]:
                 text, note_tags = _note(rng, vocabulary)
                 vector = embedder.embed_one(text)
                 start = time.perf_counter()
-                store.save_note(USER, f"note-new-{n}", [text], [vector], note_tags, embedder.model)
+                store.save_note(
+                    WRITER, f"note-new-{n}", [text], [vector], note_tags, embedder.model
+                )
                 saves.append(time.perf_counter() - start)
             median, p99 = summarise(saves)
             verdict = "meets" if median <= SAVE_TARGET else "MISSES"

@@ -13,7 +13,7 @@ from toolcage.host_bindings._store import (
     StateStore,
 )
 
-from .conftest import Opener
+from .conftest import Opener, principal
 
 MIN_SIMILARITY = 0.3
 """Texts of the test embedder that share no word have a cosine near 0 (about ±0.05 for
@@ -34,7 +34,9 @@ def save(
 ) -> NoteRecord:
     vectors = embedder.embed(list(chunks), time.monotonic() + 5) if embedder else None
     model = embedder.model if embedder else None
-    return store.save_note(user, note_id or new_id(), list(chunks), vectors, list(tags), model)
+    return store.save_note(
+        principal(user), note_id or new_id(), list(chunks), vectors, list(tags), model
+    )
 
 
 def search(
@@ -108,7 +110,7 @@ class TestNoteRoundTrip:
     ) -> None:
         old = save(store, embedder, "alice", "likes coffee", tags=("drinks",))
         new = store.replace_note(
-            "alice",
+            principal("alice"),
             old.note_id,
             ["prefers tea", "no sugar"],
             embedder.embed(["prefers tea", "no sugar"], time.monotonic() + 5),
@@ -131,7 +133,7 @@ class TestNoteRoundTrip:
         self, store: StateStore, embedder: HashingEmbedder
     ) -> None:
         save(store, embedder, "alice", "kept note")
-        assert store.replace_note("alice", new_id(), ["x"], None, [], None) is None
+        assert store.replace_note(principal("alice"), new_id(), ["x"], None, [], None) is None
         assert store.delete_note("alice", new_id()) is False
         assert search(store, embedder, "alice", "kept note") == ["kept note"]
 
@@ -242,7 +244,10 @@ class TestUserIsolation:
         self, store: StateStore, embedder: HashingEmbedder
     ) -> None:
         record = save(store, embedder, "alice", "alice keeps this")
-        assert store.replace_note("bob", record.note_id, ["bob's text"], None, [], None) is None
+        assert (
+            store.replace_note(principal("bob"), record.note_id, ["bob's text"], None, [], None)
+            is None
+        )
         assert store.delete_note("bob", record.note_id) is False
         assert search(store, embedder, "alice", "keeps") == ["alice keeps this"]
         assert search(store, embedder, "bob", "text") == []
@@ -261,10 +266,10 @@ class TestUserIsolation:
 class TestScratchpad:
     def test_round_trip_and_replace(self, store: StateStore) -> None:
         assert store.read_pad("alice", "s1") is None
-        first = store.write_pad("alice", "s1", ["find flights", "book hotel"])
+        first = store.write_pad(principal("alice", "s1"), ["find flights", "book hotel"])
         assert first.items == ("find flights", "book hotel")
         assert store.read_pad("alice", "s1") == first
-        second = store.write_pad("alice", "s1", ["book hotel"])
+        second = store.write_pad(principal("alice", "s1"), ["book hotel"])
         assert second.items == ("book hotel",)
         assert second.updated_at >= first.updated_at
         assert store.clear_pad("alice", "s1") is True
@@ -272,9 +277,9 @@ class TestScratchpad:
         assert store.clear_pad("alice", "s1") is False
 
     def test_nothing_leaks_across_sessions_or_users(self, store: StateStore) -> None:
-        store.write_pad("alice", "s1", ["alice s1"])
-        store.write_pad("alice", "s2", ["alice s2"])
-        store.write_pad("bob", "s1", ["bob s1"])
+        store.write_pad(principal("alice", "s1"), ["alice s1"])
+        store.write_pad(principal("alice", "s2"), ["alice s2"])
+        store.write_pad(principal("bob", "s1"), ["bob s1"])
         assert store.read_pad("alice", "s1").items == ("alice s1",)  # type: ignore[union-attr]
         assert store.read_pad("alice", "s2").items == ("alice s2",)  # type: ignore[union-attr]
         assert store.read_pad("bob", "s1").items == ("bob s1",)  # type: ignore[union-attr]
@@ -294,7 +299,7 @@ class TestLifecycle:
     ) -> None:
         first = opener()
         record = save(first, embedder, "alice", "remember the milk", tags=("shopping",))
-        first.write_pad("alice", "s1", ["step one"])
+        first.write_pad(principal("alice", "s1"), ["step one"])
         first.close()
         second = opener()
         [hit] = second.search_notes(

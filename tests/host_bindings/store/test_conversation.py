@@ -1,17 +1,15 @@
 """Conversation events, on every backend: recorded per user and session, found by keyword
-across the user's sessions, never another user's, apart from notes; and a store of the
-previous schema version is migrated with its notes kept."""
+across the user's sessions, never another user's, apart from notes (a store of an older
+schema is migrated with its events in ``test_migration``)."""
 
 from __future__ import annotations
 
 import time
 
 import pytest
-from toolcage.host_bindings._store import HashingEmbedder, StateStore, _schema
+from toolcage.host_bindings._store import HashingEmbedder, StateStore
 
-from .conftest import Opener
-
-PREVIOUS_VERSION = _schema.SCHEMA_VERSION - 1
+from .conftest import Opener, principal
 
 
 def texts(store: StateStore, user: str, query: str, top_k: int = 5) -> list[str]:
@@ -21,8 +19,7 @@ def texts(store: StateStore, user: str, query: str, top_k: int = 5) -> list[str]
 class TestConversationEvents:
     def test_a_recorded_turn_is_found_with_its_fields(self, store: StateStore) -> None:
         stored = store.record_events(
-            "alice",
-            "s1",
+            principal("alice", "s1"),
             [
                 ("user", "which airline flies to Lisbon?"),
                 ("assistant", "TAP flies to Lisbon daily"),
@@ -44,42 +41,48 @@ class TestConversationEvents:
         ]
 
     def test_events_of_every_session_of_the_user_are_searched(self, store: StateStore) -> None:
-        store.record_events("alice", "s1", [("user", "my cat is called Miso")])
-        store.record_events("alice", "s2", [("assistant", "Miso sounds like a lovely cat")])
+        store.record_events(principal("alice", "s1"), [("user", "my cat is called Miso")])
+        store.record_events(
+            principal("alice", "s2"), [("assistant", "Miso sounds like a lovely cat")]
+        )
         hits = store.search_conversation("alice", "miso", top_k=5)
         assert {hit.session_id for hit in hits} == {"s1", "s2"}
 
     def test_a_user_never_finds_another_users_events(self, store: StateStore) -> None:
-        store.record_events("alice", "s1", [("user", "alice password hint: pelican")])
-        store.record_events("bob", "s1", [("user", "bob likes the pelican too")])
+        store.record_events(principal("alice", "s1"), [("user", "alice password hint: pelican")])
+        store.record_events(principal("bob", "s1"), [("user", "bob likes the pelican too")])
         assert texts(store, "alice", "pelican") == ["alice password hint: pelican"]
         assert texts(store, "bob", "pelican") == ["bob likes the pelican too"]
         assert texts(store, "carol", "pelican") == []
 
     def test_events_are_not_notes(self, store: StateStore) -> None:
-        store.record_events("alice", "s1", [("user", "the harbour opens at dawn")])
+        store.record_events(principal("alice", "s1"), [("user", "the harbour opens at dawn")])
         assert store.search_notes("alice", "harbour", None, top_k=5) == []
         assert store.delete_note("alice", "note-harbour") is False
         assert texts(store, "alice", "harbour") == ["the harbour opens at dawn"]
 
     def test_top_k_and_weight_bound_the_hits(self, store: StateStore) -> None:
-        store.record_events("alice", "s1", [("user", f"reminder number {n}") for n in range(6)])
+        store.record_events(
+            principal("alice", "s1"), [("user", f"reminder number {n}") for n in range(6)]
+        )
         assert len(texts(store, "alice", "reminder", top_k=4)) == 4
         assert store.search_conversation("alice", "reminder", top_k=4, fts_weight=0) == []
 
     def test_empty_texts_are_skipped_and_roles_checked(self, store: StateStore) -> None:
-        assert store.record_events("alice", "s1", [("user", "  "), ("assistant", "")]) == 0
+        assert (
+            store.record_events(principal("alice", "s1"), [("user", "  "), ("assistant", "")]) == 0
+        )
         with pytest.raises(ValueError, match="role"):
-            store.record_events("alice", "s1", [("system", "be brief")])
+            store.record_events(principal("alice", "s1"), [("system", "be brief")])
 
     def test_query_words_are_never_fts_syntax(self, store: StateStore) -> None:
-        store.record_events("alice", "s1", [("user", 'owner: NEAR(text) AND "quoted"')])
+        store.record_events(principal("alice", "s1"), [("user", 'owner: NEAR(text) AND "quoted"')])
         assert texts(store, "alice", 'owner: NEAR( "quoted') == ['owner: NEAR(text) AND "quoted"']
         assert texts(store, "alice", "***") == []
 
     def test_events_survive_reopening(self, opener: Opener) -> None:
         first = opener()
-        first.record_events("alice", "s1", [("assistant", "the parcel ships Tuesday")])
+        first.record_events(principal("alice", "s1"), [("assistant", "the parcel ships Tuesday")])
         first.close()
         assert texts(opener(), "alice", "parcel") == ["the parcel ships Tuesday"]
 
@@ -97,7 +100,7 @@ class TestConversationVectors:
     def test_events_are_embedded_once_newest_first(
         self, store: StateStore, embedder: HashingEmbedder
     ) -> None:
-        store.record_events("alice", "s1", [("user", "first"), ("assistant", "second")])
+        store.record_events(principal("alice", "s1"), [("user", "first"), ("assistant", "second")])
         pending = store.events_to_embed("alice", embedder.model, embedder.dimensions, 10)
         assert [text for _, text in pending] == ["second", "first"]
         assert [t for _, t in store.events_to_embed("alice", "m", 384, 1)] == ["second"]
@@ -108,8 +111,8 @@ class TestConversationVectors:
     def test_an_event_is_found_by_meaning_alone(
         self, store: StateStore, embedder: HashingEmbedder
     ) -> None:
-        store.record_events("alice", "s1", [("user", "my automobile is blue")])
-        store.record_events("alice", "s2", [("user", "the weather is fine")])
+        store.record_events(principal("alice", "s1"), [("user", "my automobile is blue")])
+        store.record_events(principal("alice", "s2"), [("user", "the weather is fine")])
         embed_all(store, embedder, "alice")
         query = "car"  # a synonym of automobile for the test embedder, no shared word
         assert store.search_conversation("alice", query, None, top_k=5) == []
@@ -131,8 +134,8 @@ class TestConversationVectors:
     def test_a_match_on_both_sides_outranks_one_side(
         self, store: StateStore, embedder: HashingEmbedder
     ) -> None:
-        store.record_events("alice", "s1", [("user", "my vehicle needs tyres")])
-        store.record_events("alice", "s1", [("user", "the car wash opens at nine")])
+        store.record_events(principal("alice", "s1"), [("user", "my vehicle needs tyres")])
+        store.record_events(principal("alice", "s1"), [("user", "the car wash opens at nine")])
         embed_all(store, embedder, "alice")
         hits = store.search_conversation(
             "alice", "car", embedder.embed_one("car"), top_k=5, model=embedder.model
@@ -143,8 +146,8 @@ class TestConversationVectors:
     def test_vectors_of_another_model_or_user_are_never_compared(
         self, store: StateStore, embedder: HashingEmbedder
     ) -> None:
-        store.record_events("alice", "s1", [("user", "my automobile is blue")])
-        store.record_events("bob", "s1", [("user", "bob's automobile is red")])
+        store.record_events(principal("alice", "s1"), [("user", "my automobile is blue")])
+        store.record_events(principal("bob", "s1"), [("user", "bob's automobile is red")])
         embed_all(store, embedder, "alice")
         [(bob_event, _)] = store.events_to_embed("bob", embedder.model, 384, 10)
         # alice cannot give bob's event a vector
@@ -158,28 +161,7 @@ class TestConversationVectors:
     def test_dropping_vectors_drops_event_vectors(
         self, store: StateStore, embedder: HashingEmbedder
     ) -> None:
-        store.record_events("alice", "s1", [("user", "my automobile is blue")])
+        store.record_events(principal("alice", "s1"), [("user", "my automobile is blue")])
         embed_all(store, embedder, "alice")
         store.drop_vectors()
         assert len(store.events_to_embed("alice", embedder.model, 384, 10)) == 1
-
-
-class TestMigration:
-    def test_a_store_of_the_previous_version_is_migrated_with_its_notes(
-        self, opener: Opener, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        with monkeypatch.context() as old:
-            old.setattr(_schema, "MIGRATIONS", _schema.MIGRATIONS[:PREVIOUS_VERSION])
-            old.setattr(_schema, "SCHEMA_VERSION", PREVIOUS_VERSION)
-            before = opener()
-            before.save_note(
-                "alice", "note-1", ["the spare key is under the mat"], None, ["home"], None
-            )
-            before.write_pad("alice", "s1", ["water plants"])
-            before.close()
-        after = opener()
-        [hit] = after.search_notes("alice", "key", None, top_k=5, tags=["home"])
-        assert hit.note_id == "note-1"
-        assert after.read_pad("alice", "s1").items == ("water plants",)  # type: ignore[union-attr]
-        after.record_events("alice", "s1", [("user", "where is the spare key?")])
-        assert texts(after, "alice", "key") == ["where is the spare key?"]

@@ -15,11 +15,14 @@ import apsw
 import sqlite_vec
 from toolcage.host_bindings._store import HashingEmbedder, open_store
 
+from .conftest import keyword_index_problems, principal
+
 SAVER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
     from toolcage.host_bindings._store import HashingEmbedder, open_store
+    from toolcage.policies import Principal
 
     base, prefix, count, chunks = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     embedder = HashingEmbedder(384)
@@ -29,7 +32,7 @@ SAVER = textwrap.dedent(
     n = 0
     while count < 0 or n < count:
         texts = [f"{prefix} note {n} part {i} shared words" for i in range(chunks)]
-        store.save_note("user", f"note-{prefix}-{n}", texts,
+        store.save_note(Principal("user"), f"note-{prefix}-{n}", texts,
                         embedder.embed(texts, time.monotonic() + 60), [prefix], embedder.model)
         n += 1
         print(n, flush=True)
@@ -92,12 +95,9 @@ def assert_consistent(path: Path) -> None:
             one("SELECT count(*) FROM chunk_tags WHERE chunk_id NOT IN (SELECT id FROM chunks)")
             == 0
         )
-        assert (
-            conn.execute(
-                "INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('integrity-check', 0)"
-            ).fetchall()
-            == []
-        )
+        assert keyword_index_problems(lambda sql: list(conn.execute(sql))) == []
+        notes_indexed = "SELECT count(DISTINCT doc) FROM keyword_postings AS p JOIN keyword_corpora"
+        assert one(f"{notes_indexed} AS k ON k.id = p.corpus WHERE k.kind = 'notes'") == chunks
     finally:
         conn.close()
 
@@ -111,10 +111,15 @@ class TestIndexesStayInStep:
             return embedder.embed(list(texts), 0)
 
         store.save_note(
-            "u", "note-1", ["a b", "c d"], vectors("a b", "c d"), ["x", "y"], embedder.model
+            principal("u"),
+            "note-1",
+            ["a b", "c d"],
+            vectors("a b", "c d"),
+            ["x", "y"],
+            embedder.model,
         )
-        store.save_note("u", "note-2", ["e f"], vectors("e f"), ["x"], embedder.model)
-        store.replace_note("u", "note-1", ["g h"], vectors("g h"), ["z"], embedder.model)
+        store.save_note(principal("u"), "note-2", ["e f"], vectors("e f"), ["x"], embedder.model)
+        store.replace_note(principal("u"), "note-1", ["g h"], vectors("g h"), ["z"], embedder.model)
         [hit] = store.search_notes(
             "u", "", embedder.embed_one("g h"), top_k=5, tags=["z"], model=embedder.model
         )
@@ -145,7 +150,7 @@ class TestConcurrentWriters:
             for n in range(25):
                 text = f"{prefix} thread note {n}"
                 store.save_note(
-                    "user",
+                    principal("user"),
                     f"note-{prefix}-{n}",
                     [text],
                     embedder.embed([text], 0),
@@ -200,7 +205,7 @@ class TestKilledWriter:
         store = open_store("sqlite:state.db", base_dir=tmp_path)
         embedder = HashingEmbedder(384)
         store.save_note(
-            "user",
+            principal("user"),
             "note-after",
             ["after the kill"],
             embedder.embed(["after the kill"], 0),

@@ -1,69 +1,16 @@
-"""The search pieces both backends share: the keyword query, the common-terms cutoff,
-the cached document frequencies and the rank fusion."""
+"""The rank fusion both backends share, and the keys of the embedded store's vector
+partitions."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
-from toolcage.host_bindings._store._fusion import (
-    TermFrequencies,
-    fts_query,
-    fuse,
-    owner_token,
-    query_words,
-    rarest_words,
-    tag_token,
-)
+from toolcage.host_bindings._store._fusion import fuse, owner_token, tag_token
 
 
-class TestKeywordQuery:
-    def test_words_are_lowercased_deduplicated_and_quoted(self) -> None:
-        words = query_words('Tea, "tea" OR lemon* (NEAR)')
-        assert words == ["tea", "or", "lemon", "near"]
-        assert fts_query("ada", words, ["x"]) == (
-            f'owner:"{owner_token("ada")}" AND tagset:"{tag_token("x")}"'
-            ' AND text:("tea" OR "or" OR "lemon" OR "near")'
-        )
-
-    def test_no_words_means_no_keyword_search(self) -> None:
-        assert query_words("?! ---") == []
-        assert fts_query("ada", [], []) is None
-
-    def test_tokens_differ_per_user_and_tag_and_are_one_word(self) -> None:
+class TestPartitionKeys:
+    def test_keys_differ_per_user_and_tag_and_are_one_word(self) -> None:
         assert owner_token("a b") != owner_token("a-b")
         assert tag_token("x").isalnum()
         assert owner_token('"; DROP').isalnum()
-
-
-class TestCommonTermsCutoff:
-    def test_the_rarest_words_are_kept_within_the_budget(self) -> None:
-        frequencies = {"the": 90_000, "tea": 300, "lemon": 40, "cup": 4_000}
-        words = ["the", "tea", "lemon", "cup"]
-        assert rarest_words(words, frequencies, budget=5_000) == ["tea", "lemon", "cup"]
-        assert rarest_words(words, frequencies, budget=1_000) == ["tea", "lemon"]
-
-    def test_the_rarest_word_is_kept_even_over_the_budget(self) -> None:
-        assert rarest_words(["the", "a"], {"the": 90_000, "a": 80_000}, budget=10) == ["a"]
-
-    def test_unknown_words_count_as_rare(self) -> None:
-        assert rarest_words(["new", "the"], {"the": 90_000}, budget=10) == ["new"]
-
-
-class TestTermFrequencies:
-    def test_frequencies_are_cached_until_they_expire(self) -> None:
-        now = [0.0]
-        asked: list[list[str]] = []
-
-        def fetch(words: Sequence[str]) -> Mapping[str, int]:
-            asked.append(list(words))
-            return {"tea": 3}
-
-        frequencies = TermFrequencies(fetch, ttl=10.0, clock=lambda: now[0])
-        assert frequencies.get(["tea", "cup"]) == {"tea": 3, "cup": 0}
-        assert frequencies.get(["tea"]) == {"tea": 3}
-        now[0] = 11.0
-        frequencies.get(["tea"])
-        assert asked == [["tea", "cup"], ["tea"]]
 
 
 class TestFusion:

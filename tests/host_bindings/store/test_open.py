@@ -14,7 +14,7 @@ from toolcage.host_bindings._store import (
     open_store,
 )
 
-from .conftest import TOKEN
+from .conftest import TOKEN, principal
 from .libsql_server import LibsqlServer
 
 
@@ -29,7 +29,7 @@ class TestEmbeddedUrls:
         self, tmp_path: Path
     ) -> None:
         store = open_store("sqlite:state.db", base_dir=tmp_path)
-        store.save_note("alice", "note-1", ["a private note"], None, [], None)
+        store.save_note(principal("alice"), "note-1", ["a private note"], None, [], None)
         modes = {p.name: p.stat().st_mode & 0o777 for p in tmp_path.glob("state.db*")}
         store.close()
         assert "state.db-wal" in modes
@@ -77,7 +77,9 @@ class TestEmbeddedUrls:
     def test_stored_vectors_of_other_dimensions_are_refused_at_open(self, tmp_path: Path) -> None:
         embedder = HashingEmbedder(8)
         store = open_store("sqlite:s.db", base_dir=tmp_path, dimensions=8)
-        store.save_note("u", "note-1", ["x"], embedder.embed(["x"], 0), [], embedder.model)
+        store.save_note(
+            principal("u"), "note-1", ["x"], embedder.embed(["x"], 0), [], embedder.model
+        )
         store.close()
         with pytest.raises(StoreUnavailable, match="8 dimensions"):
             open_store("sqlite:s.db", base_dir=tmp_path, dimensions=384)
@@ -118,7 +120,7 @@ class TestRemoteUrls:
             port = server.url.rsplit(":", 1)[1]
             store = open_store(f"libsql://127.0.0.1:{port}?tls=0", base_dir=tmp_path)
             assert store.url == f"libsql://127.0.0.1:{port}"
-            assert store.write_pad("u", "s", ["x"]).items == ("x",)
+            assert store.write_pad(principal("u", "s"), ["x"]).items == ("x",)
             store.close()
 
 
@@ -129,13 +131,14 @@ class TestMigrations:
         conn = apsw.Connection(str(tmp_path / "old.db"))
         conn.execute(_schema.META_TABLE)
         for statement in _schema.MIGRATIONS[0]:
+            assert isinstance(statement, str)
             conn.execute(statement)
         conn.execute("INSERT INTO store_meta VALUES ('schema_version', '1')")
         conn.execute("INSERT INTO pads VALUES ('u', 's', '[\"kept\"]', '2026-01-01T00:00:00.000Z')")
         conn.close()
         store = open_store("sqlite:old.db", base_dir=tmp_path)
         assert store.read_pad("u", "s").items == ("kept",)  # type: ignore[union-attr]
-        store.save_note("u", "note-1", ["tea with lemon"], None, [], None)
+        store.save_note(principal("u"), "note-1", ["tea with lemon"], None, [], None)
         assert [hit.note_id for hit in store.search_notes("u", "lemon", None, top_k=1)] == [
             "note-1"
         ]
@@ -151,7 +154,9 @@ class TestSharedServer:
         with LibsqlServer(tmp_path / "r.db", token=TOKEN) as server:
             first = open_store(server.url, base_dir=tmp_path, auth_token=TOKEN)
             second = open_store(server.url, base_dir=tmp_path, auth_token=TOKEN)
-            first.save_note("u", "note-1", ["written by the first host"], None, ["a"], None)
+            first.save_note(
+                principal("u"), "note-1", ["written by the first host"], None, ["a"], None
+            )
             [hit] = second.search_notes("u", "first host", None, top_k=3, tags=["a"])
             assert hit.note_id == "note-1"
             assert second.delete_note("u", "note-1") is True
@@ -176,14 +181,16 @@ class TestModelGuard:
         with LibsqlServer(tmp_path / "r.db") as server:
             first = open_store(server.url, base_dir=tmp_path)
             second = open_store(server.url, base_dir=tmp_path)
-            first.save_note("u", "note-1", ["x"], old.embed(["x"], 0), [], old.model)
+            first.save_note(principal("u"), "note-1", ["x"], old.embed(["x"], 0), [], old.model)
             assert second.drop_vectors() == 1
-            first.save_note("u", "note-2", ["y"], old.embed(["y"], 0), [], old.model)  # reclaims
+            first.save_note(
+                principal("u"), "note-2", ["y"], old.embed(["y"], 0), [], old.model
+            )  # reclaims
             assert second.drop_vectors() == 1
-            second.save_note("u", "note-3", ["z"], new.embed(["z"], 0), [], new.model)
+            second.save_note(principal("u"), "note-3", ["z"], new.embed(["z"], 0), [], new.model)
             with pytest.raises(EmbeddingModelMismatch, match=new.model):
-                first.save_note("u", "note-4", ["w"], old.embed(["w"], 0), [], old.model)
+                first.save_note(principal("u"), "note-4", ["w"], old.embed(["w"], 0), [], old.model)
             assert first.search_notes("u", "w", None, top_k=5) == []  # nothing of it was saved
-            assert first.replace_note("u", "note-1", ["v"], None, [], None) is not None
+            assert first.replace_note(principal("u"), "note-1", ["v"], None, [], None) is not None
             first.close()
             second.close()
