@@ -21,7 +21,6 @@ import mcp.types as types
 import pytest
 from toolcage.policies import ConfigError
 from toolcage.runtime import Approval, ApprovalRequest, CallbackApproval, Runtime, SafetyTier
-from toolcage.runtime._mcp_tools import folded
 
 from ..runtime.test_cli import COMMAND
 from ..runtime.test_mcp_client import server_entry
@@ -53,10 +52,6 @@ def runtime_with(
     tmp_path: Path, approval: CallbackApproval | None = None, **lists: list[str]
 ) -> Runtime:
     return Runtime.from_config(write_config(tmp_path, **lists), approval=approval)
-
-
-def test_the_two_spellings_fold_to_one_name() -> None:
-    assert {folded(spelling) for spelling in SPELLINGS} == {"add_numbers"}
 
 
 @pytest.mark.anyio

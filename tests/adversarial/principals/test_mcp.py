@@ -14,7 +14,7 @@ import io
 import json
 import re
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -24,9 +24,9 @@ import mcp.types as types
 import pytest
 from mcp import ClientSession
 from toolcage.runtime import Runtime, SafetyTier, ToolExecutionContext, tool
-from toolcage.runtime._mcp_serve import serve_socket
+from toolcage.runtime._mcp_serve import serve_http
 
-from ...runtime.test_mcp_server import served, socket_session, text_of
+from ...runtime.test_mcp_server import http_session, served, socket_session, text_of
 from ._cast import REVIEWER_TOOLS, config_with_agents
 
 pytestmark = [pytest.mark.anyio, pytest.mark.adversarial]
@@ -46,19 +46,25 @@ def report() -> str:
     return "secret line\n" * 4000
 
 
+TOKEN = "the-operators-token"  # noqa: S105 - a test's own server
+
+
 @asynccontextmanager
-async def serving(tmp_path: Path, agent: str) -> AsyncIterator[Path]:
-    """``whoami`` and the built-in tools served for ``agent`` on a Unix socket."""
+async def serving(tmp_path: Path, agent: str) -> AsyncIterator[str]:
+    """``whoami`` and the built-in tools served for ``agent`` over HTTP; yields the URL."""
     (tmp_path / "workspace").mkdir()
     runtime = Runtime.from_config(config_with_agents(tmp_path), tools=[whoami, report])
-    path = tmp_path / "mcp.sock"
     log = io.StringIO()
     async with anyio.create_task_group() as group:
-        group.start_soon(partial(serve_socket, runtime, agent, path, None, log=log))
-        while "toolcage mcp:" not in log.getvalue():  # noqa: ASYNC110 - the server's own output
+        group.start_soon(partial(serve_http, runtime, agent, "127.0.0.1", 0, TOKEN, log=log))
+        while "/mcp" not in log.getvalue():  # noqa: ASYNC110 - the server's own output
             await anyio.sleep(0.02)
-        yield path
+        yield log.getvalue().split()[-1]
         group.cancel_scope.cancel()
+
+
+def client(url: str) -> AbstractAsyncContextManager[ClientSession]:
+    return http_session(url, {"Authorization": f"Bearer {TOKEN}"})
 
 
 async def claim(session: ClientSession, pose_as: dict[str, str]) -> dict[str, Any]:
@@ -75,9 +81,9 @@ class TestTheServerChoosesThePrincipal:
         self, tmp_path: Path
     ) -> None:
         async with (
-            serving(tmp_path, "lead") as path,
-            socket_session(path) as first,
-            socket_session(path) as second,
+            serving(tmp_path, "lead") as url,
+            client(url) as first,
+            client(url) as second,
         ):
             mine = await claim(first, {})
             theirs = await claim(second, {})
@@ -99,7 +105,7 @@ class TestTheServerChoosesThePrincipal:
     async def test_a_restricted_agents_client_cannot_claim_the_unrestricted_one(
         self, tmp_path: Path
     ) -> None:
-        async with serving(tmp_path, "reviewer") as path, socket_session(path) as session:
+        async with serving(tmp_path, "reviewer") as url, client(url) as session:
             names = {t.name for t in (await session.list_tools()).tools}
             meta: Any = {"agent_id": "lead", "user_id": "bob"}
             refused = await session.call_tool(
@@ -121,9 +127,9 @@ class TestASessionKeepsItsOwn:
         self, tmp_path: Path
     ) -> None:
         async with (
-            serving(tmp_path, "lead") as path,
-            socket_session(path) as owner,
-            socket_session(path) as stranger,
+            serving(tmp_path, "lead") as url,
+            client(url) as owner,
+            client(url) as stranger,
         ):
             shown = text_of(await owner.call_tool("report", {}))
             match = re.search(r'handle "([^"]+)"', shown)
