@@ -146,8 +146,9 @@ def _check_token(host: str, token: str | None, unsafe_no_token: bool) -> None:
     if token:
         return
     if not is_loopback(host):
+        only = "; --unsafe-no-token serves loopback only" if unsafe_no_token else ""
         raise UsageError(
-            f"serving on {host} needs a bearer token ([mcp.serve] token_env, or {TOKEN_ENV})"
+            f"serving on {host} needs a bearer token ([mcp.serve] token_env, or {TOKEN_ENV})" + only
         )
     if not unsafe_no_token:
         raise UsageError(
@@ -169,7 +170,7 @@ async def _serve(
     log: TextIO,
     http: type[asyncio.Protocol] | str = "h11",
 ) -> None:
-    """Serve the MCP app on the listening ``sock`` until cancelled."""
+    """Serve the MCP app on the listening ``sock`` until cancelled or signalled."""
     server = build_server(runtime, agent_id)
     app: _App = server.streamable_http_app(transport_security=security)
     if token:

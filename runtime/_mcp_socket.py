@@ -11,9 +11,14 @@ server's user when it must, and one rule is easier to reason about than two.
 
 The socket file is also created ``0600`` (the umask is narrowed around ``bind`` so it never
 exists with a wider mode), which keeps other accounts from connecting at all; the uid check
-is what holds when that mode is loosened, as the sidecar's socket does it. The directory is
-the operator's choice: a private one (``$XDG_RUNTIME_DIR``) also keeps a squatter from
-binding the path first while the server is down.
+is what holds when that mode is loosened, as on the sidecar's socket. The directory is the
+operator's choice: a private one (``$XDG_RUNTIME_DIR``) also keeps a squatter from binding
+the path first while the server is down.
+
+uvicorn offers no hook between accepting a connection and parsing it, so the check lives
+in a subclass of its HTTP/1.1 protocol class (``http=`` of its config takes a class); that
+is the one place toolcage leans on uvicorn's protocol module, and
+``tests/adversarial/test_mcp_serve.py`` fails if the pinned uvicorn changes it.
 """
 
 from __future__ import annotations
