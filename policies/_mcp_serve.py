@@ -6,8 +6,9 @@
     token_env = "NOTES_MCP_TOKEN"        # the bearer token, read from this variable
     # token = "..."                      # or written here (the file is then a secret)
 
-Without either, ``TOOLCAGE_MCP_TOKEN`` is read. A token is required to serve beyond
-127.0.0.1 and, once set, on every request.
+Without either, ``TOOLCAGE_MCP_TOKEN`` is read. ``--http`` refuses to start without a token
+(on loopback too, unless the operator passes ``--unsafe-no-token``, which is taken only from
+the command line); once set, the token is required on every request, on a ``--socket`` too.
 """
 
 from __future__ import annotations

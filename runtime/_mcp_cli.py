@@ -5,28 +5,35 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from functools import partial
+from pathlib import Path
 
 import anyio
 
 from ._errors import UsageError
-from ._mcp_serve import TOKEN_ENV, parse_address, serve_http, serve_stdio
+from ._mcp_serve import TOKEN_ENV, parse_address, serve_http, serve_socket, serve_stdio
 from ._runtime import Runtime
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
 
 def run_mcp(args: argparse.Namespace, runtime: Runtime) -> int:
-    """Serve until the client goes away (stdio) or the process is stopped (HTTP)."""
+    """Serve until the client goes away (stdio) or the process is stopped (HTTP, socket)."""
     agent_id: str = args.agent or "default"
     try:
         if args.agent is not None and args.agent not in runtime.config.agents:
             raise UsageError(f"--agent: no agent {args.agent!r} in the config")
-        if args.http is None:
-            anyio.run(serve_stdio, runtime, agent_id)
-        else:
+        if args.unsafe_no_token and args.http is None:
+            raise UsageError("--unsafe-no-token goes with --http")
+        if args.socket is not None:
+            anyio.run(serve_socket, runtime, agent_id, Path(args.socket), _token(runtime))
+        elif args.http is not None:
             host, port = parse_address(args.http)
             token = _token(runtime)
-            anyio.run(serve_http, runtime, agent_id, host, port, token)
+            serve = partial(serve_http, unsafe_no_token=args.unsafe_no_token)
+            anyio.run(serve, runtime, agent_id, host, port, token)
+        else:
+            anyio.run(serve_stdio, runtime, agent_id)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -23,7 +23,6 @@ import contextlib
 import contextvars
 import math
 import secrets
-import weakref
 from typing import Any
 
 import anyio
@@ -32,6 +31,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
+from toolcage.policies import Principal
 
 from ._approval import Approval, ApprovalRequest
 from ._errors import PermissionDeniedError
@@ -45,6 +45,9 @@ DISPLAY_META = "toolcage/display"
 PROGRESS_BUFFER = 64
 """Progress updates queued per call; while the queue is full, further updates are dropped
 (progress is advisory, and a tool must never wait on its client)."""
+
+_CONTEXT_KEY = "toolcage/context"
+"""Where a connection's :class:`ToolExecutionContext` is kept in its state."""
 
 _request: contextvars.ContextVar[ServerRequestContext[Any, Any] | None] = contextvars.ContextVar(
     "toolcage_mcp_request", default=None
@@ -85,6 +88,19 @@ class ElicitationApproval:
         return Approval.ALLOW_ONCE if accepted else Approval.DENY
 
 
+def _connection_state(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
+    """The scratch state of the client connection ``ctx`` came on, kept across its requests.
+
+    The SDK builds a ``ServerSession`` per request, so the session object is no key for a
+    client; the connection it proxies is, and its ``state`` dict is the SDK's documented
+    per-connection store. The low-level server hands handlers no public way to it, so this
+    is the one place that reads the session's private ``_connection``
+    (``tests/adversarial/principals/test_mcp.py`` fails if the pinned SDK moves it).
+    """
+    state: dict[str, Any] = ctx.session._connection.state
+    return state
+
+
 def _can_elicit(ctx: ServerRequestContext[Any, Any]) -> bool:
     capabilities = ctx.session.client_capabilities
     return capabilities is not None and capabilities.elicitation is not None
@@ -94,17 +110,19 @@ def build_server(runtime: Runtime, agent_id: str = "default") -> Server[Any]:
     """An MCP server over ``runtime``'s tools for ``agent_id``; the runtime's approval
     policy becomes :class:`ElicitationApproval`."""
     runtime.approval = ElicitationApproval()
-    # Each MCP session is a session of its own: its truncated outputs, scratchpad and
-    # shell state are not another client's.
-    sessions: weakref.WeakKeyDictionary[Any, ToolExecutionContext] = weakref.WeakKeyDictionary()
 
-    def context_of(session: Any) -> ToolExecutionContext:
-        base = sessions.get(session)
-        if base is None:
+    def context_of(ctx: ServerRequestContext[Any, Any]) -> ToolExecutionContext:
+        # Each MCP session is a session of its own: its truncated outputs, scratchpad and
+        # shell state are not another client's. Its principal is made here, from the
+        # served agent and a drawn id; nothing the client sends goes into it.
+        state = _connection_state(ctx)
+        base = state.get(_CONTEXT_KEY)
+        if not isinstance(base, ToolExecutionContext):
             session_id = "mcp-" + secrets.token_hex(8)
-            base = sessions[session] = ToolExecutionContext(
-                agent_id=agent_id, session_id=session_id
+            base = ToolExecutionContext(
+                principal=Principal(agent_id=agent_id, session_id=session_id)
             )
+            state[_CONTEXT_KEY] = base
         return base
 
     async def list_tools(
@@ -138,7 +156,7 @@ def build_server(runtime: Runtime, agent_id: str = "default") -> Server[Any]:
             async with anyio.create_task_group() as group:
                 group.start_soon(_forward_progress, ctx, receive)
                 with send:
-                    base = context_of(ctx.session)
+                    base = context_of(ctx)
                     result = await runtime.execute_call(call, base.for_call("", progress))
         finally:
             _request.reset(token)

@@ -6,15 +6,23 @@ apply as to any other tool. The tier comes from the tool's annotations -- ``read
 gives read_only, anything else side_effecting -- unless the operator lists the tool under
 ``privileged`` (raised to privileged) or ``hidden`` (never registered).
 
+An entry of those lists names a tool by either spelling, the server's own (``deleteNote``)
+or the folded one of its toolcage name (``delete_note``), and must name a tool the server
+lists when the runtime is built: one that names none is a :class:`ConfigError` naming its
+key, so a typo or a renamed tool cannot leave a dangerous tool unguarded.
+
 The registry holds the tools listed when the runtime was built: after a server announces
 a new tool list, a tool it dropped is ``not_found``, while tools it added, and changed
-schemas, take effect when the runtime is built again.
+schemas, take effect when the runtime is built again. So the lists are checked against
+that first listing only: it is the only one tools are registered from, each with the tier
+decided then, and an entry naming a tool the server drops later is no error.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import difflib
 import json
 import logging
 import re
@@ -23,7 +31,7 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from mcp import types
-from toolcage.policies import ConfigError, ToolcageConfig
+from toolcage.policies import ConfigError, McpServerConfig, ToolcageConfig
 
 from ._errors import ToolExecutionError, ToolNotFoundError
 from ._mcp_client import McpConnection, McpHub, McpServerUnavailable
@@ -36,7 +44,9 @@ _logger = logging.getLogger("toolcage.mcp")
 class McpTool:
     """One tool of one MCP server."""
 
-    def __init__(self, hub: McpHub, connection: McpConnection, remote: types.Tool) -> None:
+    def __init__(
+        self, hub: McpHub, connection: McpConnection, remote: types.Tool, *, privileged: bool
+    ) -> None:
         self._hub = hub
         self._connection = connection
         self.remote_name = remote.name
@@ -48,7 +58,7 @@ class McpTool:
             parameters=remote.input_schema,
         )
         read_only = remote.annotations is not None and remote.annotations.read_only_hint
-        if remote.name in server.privileged:
+        if privileged:
             self._tier = SafetyTier.PRIVILEGED
         else:
             self._tier = SafetyTier.READ_ONLY if read_only else SafetyTier.SIDE_EFFECTING
@@ -84,9 +94,14 @@ class McpTool:
 
 
 def tool_name(server: str, tool: str) -> str:
-    """``SERVER__TOOL``, the tool's name in snake_case (camelCase and punctuation folded)."""
+    """``SERVER__TOOL``, the tool's name in snake_case (see :func:`folded`)."""
+    return f"{server}__{folded(tool)}"
+
+
+def folded(tool: str) -> str:
+    """A server's tool name in snake_case: camelCase and punctuation folded."""
     words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", tool).lower()
-    return f"{server}__{re.sub(r'[^a-z0-9]+', '_', words).strip('_')}"
+    return re.sub(r"[^a-z0-9]+", "_", words).strip("_")
 
 
 def mcp_builtins(config: ToolcageConfig, stack: AsyncExitStack) -> list[Tool]:
@@ -102,11 +117,14 @@ def mcp_builtins(config: ToolcageConfig, stack: AsyncExitStack) -> list[Tool]:
         hub.close()
         raise ConfigError(f"mcp.servers: {exc}") from None
     tools: list[Tool] = []
-    for connection in hub.connections:
+    problems: list[str] = []
+    for index, connection in enumerate(hub.connections):
+        lists = OperatorLists(index, connection.server, connection.tools)
+        problems += lists.problems
         for remote in connection.tools.values():
-            if remote.name in connection.server.hidden:
+            if remote.name in lists.hidden:
                 continue
-            tool = McpTool(hub, connection, remote)
+            tool = McpTool(hub, connection, remote, privileged=remote.name in lists.privileged)
             if TOOL_NAME.fullmatch(tool.schema().name) is None:
                 _logger.warning(
                     "MCP tool %r: no valid tool name; left out",
@@ -115,7 +133,58 @@ def mcp_builtins(config: ToolcageConfig, stack: AsyncExitStack) -> list[Tool]:
                 )
                 continue
             tools.append(tool)
+    if problems:
+        hub.close()
+        raise ConfigError("; ".join(problems))
     return tools
+
+
+class OperatorLists:
+    """A server's ``privileged`` and ``hidden`` entries resolved to its own tool names.
+
+    Each entry matches the tools whose own name or folded name it is (two tools whose names
+    fold alike are both matched: the operator's intent is kept whichever the server means).
+    """
+
+    SHOWN = 20
+    """Tool names an error lists at most."""
+
+    def __init__(self, index: int, server: McpServerConfig, tools: Mapping[str, object]) -> None:
+        self._where = f"mcp.servers.{index}"
+        self._server = server.name
+        self._by_name: dict[str, set[str]] = {}
+        for name in tools:
+            self._by_name.setdefault(name, set()).add(name)
+            self._by_name.setdefault(folded(name), set()).add(name)
+        self.problems: list[str] = []
+        """One line per entry that names no tool, with its key path."""
+        self.privileged = self._resolve("privileged", server.privileged)
+        """The server's names of the tools raised to privileged."""
+        self.hidden = self._resolve("hidden", server.hidden)
+        """The server's names of the tools left out."""
+
+    def _resolve(self, key: str, entries: tuple[str, ...]) -> frozenset[str]:
+        chosen: set[str] = set()
+        for position, entry in enumerate(entries):
+            matched = self._by_name.get(entry)
+            if matched is None:
+                self.problems.append(
+                    f"{self._where}.{key}.{position}: no tool {entry!r} on server "
+                    f"{self._server!r}{self._hint(entry)}"
+                )
+            else:
+                chosen |= matched
+        return frozenset(chosen)
+
+    def _hint(self, entry: str) -> str:
+        names = sorted({name for names in self._by_name.values() for name in names})
+        if not names:
+            return " (it lists no tools)"
+        close = difflib.get_close_matches(entry, list(self._by_name), n=1)
+        maybe = f"did you mean {close[0]!r}? " if close else ""
+        shown = ", ".join(name[:64] for name in names[: self.SHOWN])
+        more = f" and {len(names) - self.SHOWN} more" if len(names) > self.SHOWN else ""
+        return f" ({maybe}its tools: {shown}{more})"
 
 
 def _content(block: types.ContentBlock) -> ContentBlock:

@@ -6,7 +6,7 @@
     toolcage check [--config FILE]                        is this machine ready for the config?
     toolcage scheduler [--config FILE] --provider P --base-url URL --model M
                                                           fire due schedules until SIGTERM
-    toolcage mcp [--config FILE] [--agent A] [--http HOST:PORT]
+    toolcage mcp [--config FILE] [--agent A] [--http HOST:PORT | --socket PATH]
                                                           serve the tools over MCP (stdio)
     toolcage new-tool NAME [--dir D]                      scaffold an operator guest tool
     toolcage audit tail [-n N] [--follow] [--config FILE] the last records of the audit log
@@ -138,9 +138,22 @@ def _parser() -> argparse.ArgumentParser:
     check = commands.add_parser(
         "check", help="check the config and this machine: guests, bubblewrap, the sidecar"
     )
-    mcp = commands.add_parser("mcp", help="serve the tools over MCP (stdio, or HTTP with --http)")
+    mcp = commands.add_parser(
+        "mcp", help="serve the tools over MCP (stdio; HTTP with --http or --socket)"
+    )
     mcp.add_argument("--agent", metavar="A", help="serve only the tools of this agent profile")
-    mcp.add_argument("--http", metavar="HOST:PORT", help="streamable HTTP (host: 127.0.0.1)")
+    where = mcp.add_mutually_exclusive_group()
+    where.add_argument(
+        "--http", metavar="HOST:PORT", help="streamable HTTP (host: 127.0.0.1), with a token"
+    )
+    where.add_argument(
+        "--socket", metavar="PATH", help="streamable HTTP on a Unix socket only your uid may use"
+    )
+    mcp.add_argument(
+        "--unsafe-no-token",
+        action="store_true",
+        help="UNSAFE: serve --http on loopback without a token (every local account gets in)",
+    )
     for sub in (tools, call, check, mcp):
         sub.add_argument("--config", metavar="FILE", help="operator config (TOML)")
     add_scheduler_parser(commands)

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
+import socket
+import stat
 import subprocess
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import (
+    AbstractAsyncContextManager,
+    asynccontextmanager,
+    contextmanager,
+    nullcontext,
+)
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -60,10 +68,12 @@ class Reporter:
 
 @asynccontextmanager
 async def http_server(runtime: Runtime, token: str | None) -> AsyncIterator[str]:
-    """``serve_http`` on 127.0.0.1 (a free port) in a task; yields its URL."""
+    """``serve_http`` on 127.0.0.1 (a free port) in a task; yields its URL. Without a token
+    the server is the operator's explicit ``--unsafe-no-token`` one."""
     log = io.StringIO()
+    serve = partial(serve_http, unsafe_no_token=token is None, log=log)
     async with anyio.create_task_group() as group:
-        group.start_soon(partial(serve_http, runtime, "default", "127.0.0.1", 0, token, log=log))
+        group.start_soon(serve, runtime, "default", "127.0.0.1", 0, token)
         while "http://" not in log.getvalue():  # noqa: ASYNC110 - the server's own output
             await anyio.sleep(0.02)
         yield log.getvalue().split()[-1]
@@ -72,15 +82,120 @@ async def http_server(runtime: Runtime, token: str | None) -> AsyncIterator[str]
 
 @asynccontextmanager
 async def http_session(
-    url: str, headers: dict[str, str] | None = None
+    url: str,
+    headers: dict[str, str] | None = None,
+    *,
+    socket_path: Path | None = None,
+    elicit: Any = None,
 ) -> AsyncIterator[ClientSession]:
+    """The official client on ``url``; over the Unix socket ``socket_path`` if given."""
+    transport = httpx2.AsyncHTTPTransport(uds=str(socket_path)) if socket_path else None
     async with (
-        httpx2.AsyncClient(headers=headers) as client,
+        _unix_read_race_tolerated() if socket_path else nullcontext(),
+        httpx2.AsyncClient(headers=headers, transport=transport) as client,
         streamable_http_client(url, http_client=client) as (read, write),
-        ClientSession(read, write) as session,
+        ClientSession(read, write, elicitation_callback=elicit) as session,
     ):
         await session.initialize()
         yield session
+
+
+@asynccontextmanager
+async def _unix_read_race_tolerated() -> AsyncIterator[None]:
+    """Drop one report of the client library's, and only that one.
+
+    anyio's Unix socket stream (under httpx2's ``uds`` transport) waits for a read with a
+    loop reader that sets a future; when the peer's bytes and the cancellation of that
+    read land in one loop iteration -- as they do when a closing client cancels its SSE
+    stream while the server ends it -- the reader sets the cancelled future, and asyncio
+    reports ``InvalidStateError`` from ``Future.set_result`` to the loop's exception
+    handler (which anyio's test runner turns into a failure). The read was abandoned; nothing
+    is lost. Every other report goes on to the handler that was there.
+    """
+    loop = asyncio.get_running_loop()
+    previous = loop.get_exception_handler()
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        race = isinstance(context.get("exception"), asyncio.InvalidStateError) and context.get(
+            "message", ""
+        ).startswith("Exception in callback Future.set_result(")
+        if race:
+            return
+        if previous is None:
+            loop.default_exception_handler(context)
+        else:
+            previous(loop, context)
+
+    loop.set_exception_handler(handler)
+    try:
+        yield
+    finally:
+        loop.set_exception_handler(previous)
+
+
+SOCKET_URL = "http://localhost/mcp"
+"""What a client asks for on the Unix socket (the host names nothing there)."""
+
+
+def socket_session(path: Path, elicit: Any = None) -> AbstractAsyncContextManager[ClientSession]:
+    return http_session(SOCKET_URL, socket_path=path, elicit=elicit)
+
+
+def env_without_token() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "TOOLCAGE_MCP_TOKEN"}
+
+
+class Served:
+    """``toolcage mcp ...`` running as a process."""
+
+    def __init__(self, process: subprocess.Popen[str], before: list[str], banner: str) -> None:
+        self.process = process
+        self.before = before
+        """What it wrote to stderr before its banner."""
+        self.banner = banner
+        """The line naming where it serves."""
+        self.stderr = ""
+        """What it wrote after the banner, once it has stopped."""
+
+    @property
+    def url(self) -> str:
+        return self.banner.split()[2]
+
+    def stop(self) -> int:
+        """SIGTERM (once); its exit status."""
+        if self.process.returncode is None:
+            self.process.terminate()
+            self.stderr = self.process.communicate()[1]
+        return self.process.returncode
+
+
+@contextmanager
+def served(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[Served]:
+    """``toolcage mcp ARGS`` started in ``cwd``, once it has printed where it serves."""
+    process = subprocess.Popen(
+        [*COMMAND, "mcp", *args],
+        cwd=cwd,
+        env=env_without_token() if env is None else env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    running = None
+    try:
+        assert process.stderr is not None
+        before: list[str] = []
+        while not (line := process.stderr.readline()).startswith("toolcage mcp: "):
+            assert line, f"it stopped: {''.join(before)}"
+            before.append(line)
+        running = Served(process, before, line.strip())
+        yield running
+    finally:
+        if running is not None:
+            running.stop()
+        else:
+            process.kill()
+            process.communicate()
 
 
 class TestStdio:
@@ -315,3 +430,85 @@ class TestHttp:
         )
         assert done.returncode == 2
         assert "$UNSET_SERVE_TOKEN is not set" in done.stderr
+
+
+class TestSocket:
+    async def test_serves_its_own_user_and_removes_the_socket_when_stopped(
+        self, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "mcp.sock"
+        with served(tmp_path, "--socket", str(path)) as server:
+            mode = stat.S_IMODE(path.stat().st_mode)
+            async with socket_session(path) as session:
+                names = {t.name for t in (await session.list_tools()).tools}
+                wrote = await session.call_tool(
+                    "file_write", {"path": "/workspace/a.txt", "content": "hello"}
+                )
+            status = server.stop()
+        assert server.banner == f"toolcage mcp: {SOCKET_URL} on the Unix socket {path}"
+        assert mode == 0o600
+        assert "file_read" in names
+        assert not wrote.is_error
+        assert (tmp_path / "workspace" / "a.txt").read_text() == "hello"
+        assert status == 0
+        assert not path.exists()
+        assert "Traceback" not in server.stderr
+
+    async def test_a_token_once_set_is_required_on_the_socket_too(self, tmp_path: Path) -> None:
+        path = tmp_path / "mcp.sock"
+        env = {**env_without_token(), "TOOLCAGE_MCP_TOKEN": "s3cret"}
+        with served(tmp_path, "--socket", str(path), env=env):
+            transport = httpx2.AsyncHTTPTransport(uds=str(path))
+            async with httpx2.AsyncClient(transport=transport) as client:
+                refused = await client.post(SOCKET_URL, json={})
+            async with http_session(
+                SOCKET_URL, {"Authorization": "Bearer s3cret"}, socket_path=path
+            ) as session:
+                tools = (await session.list_tools()).tools
+        assert refused.status_code == 401
+        assert tools
+
+    def test_a_stale_socket_is_replaced_and_a_live_one_is_refused(self, tmp_path: Path) -> None:
+        path = tmp_path / "mcp.sock"
+        with socket.socket(socket.AF_UNIX) as stale:
+            stale.bind(str(path))  # closed without removing: what a killed server leaves
+        with served(tmp_path, "--socket", str(path)):
+            second = subprocess.run(
+                [*COMMAND, "mcp", "--socket", str(path)],
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+            assert path.exists()
+        assert second.returncode == 2
+        assert f"another server is listening on {path}" in second.stderr
+        assert "Traceback" not in second.stderr
+
+    @pytest.mark.parametrize(
+        ("args", "expected"),
+        [
+            (["--socket", "{tmp}/file"], "exists and is not a socket"),
+            (["--socket", "{tmp}/no/such/dir/mcp.sock"], "cannot bind"),
+            (["--unsafe-no-token"], "--unsafe-no-token goes with --http"),
+            (["--unsafe-no-token", "--socket", "{tmp}/mcp.sock"], "goes with --http"),
+        ],
+    )
+    def test_a_bad_choice_is_a_usage_error(
+        self, tmp_path: Path, args: list[str], expected: str
+    ) -> None:
+        (tmp_path / "file").write_text("not a socket")
+        done = subprocess.run(
+            [*COMMAND, "mcp", *(arg.format(tmp=tmp_path) for arg in args)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=env_without_token(),
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 2
+        assert expected in done.stderr
+        assert "Traceback" not in done.stderr
+        assert (tmp_path / "file").read_text() == "not a socket"
