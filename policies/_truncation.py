@@ -12,6 +12,11 @@ The first line is always there. The second says which part of the output the tex
 the note is, where the cutter knows it; the third how to read the full output, where it was
 kept under a handle.
 
+Only the note the pipeline writes itself reaches a model in this form. A note written by a
+cutter inside a tool (the shell sidecar, a guest's output cap) is part of that tool's text,
+which the pipeline escapes wherever a line could pass for one of its own: the model reads
+it as ``\\[output truncated — ...]`` (``toolcage.runtime._markers``).
+
 It lives in ``toolcage.policies`` because that is the package both the runtime and the
 shell sidecar (another process, which imports only its protocol module and the policies)
 import; it is plain text, no I/O.

@@ -21,6 +21,11 @@ pipeline bounds each part of a result at the tool's byte limit (``truncate_bytes
 Small details and artifacts -- what nearly every call returns -- are measured without
 encoding them: an upper bound of their JSON size from their lengths is enough to pass them.
 
+Before any of this, and so before the pipeline adds a note of its own, every line of the
+tool's text blocks and error message that could pass for one of the pipeline's is escaped
+(:mod:`._markers`), and the display line is made one line of visible text
+(:mod:`._display`): the one place where this happens, for every tool.
+
 A failure keeps its error, but not the traceback it was raised with: the frames of a failed
 call (and whatever they reference -- a guest's store, the arguments) are not pinned by a
 result that the host keeps.
@@ -36,7 +41,9 @@ from typing import Any
 
 from toolcage.policies import truncation_marker
 
+from ._display import display_line
 from ._errors import ToolError
+from ._markers import neutralise
 from ._output_store import OutputStore, cut_utf8
 from ._result import (
     ARTIFACTS_TRUNCATED,
@@ -69,7 +76,12 @@ def detach(error: ToolError) -> ToolError:
 def bound_result(
     result: ToolResult, limit: int, store: OutputStore, ctx: ToolExecutionContext
 ) -> ToolResult:
-    """``result`` with every part under ``limit`` bytes (see the module docstring)."""
+    """``result`` with its tool text neutral and every part under ``limit`` bytes (see the
+    module docstring)."""
+    content = _neutral_content(result.content)
+    error = result.error if result.error is None else _neutral_error(result.error)
+    if content is not result.content or error is not result.error:
+        result = dataclasses.replace(result, content=content, error=error)
     quick = limit // 4  # a str of this many characters cannot exceed the limit
     text_chars = 0
     plain = True
@@ -80,8 +92,8 @@ def bound_result(
             plain = plain and _encodes(block.text)
         else:
             images = True
-    error = result.error
     display = result.display
+    shown = display if display is None else display_line(display)
     details_limit = max(limit, DETAILS_FLOOR)
     details_fit = result.details is None or _json_bound(result.details, details_limit) >= 0
     artifacts_fit = _artifacts_fit(result.artifacts, details_limit)
@@ -91,16 +103,16 @@ def bound_result(
         and details_fit
         and artifacts_fit
         and not images
-        and (display is None or _fits(display, quick))
+        and (shown is None or (shown is display and _fits(shown, quick)))
         and (error is None or _error_fits(error, quick))
     ):
         return result
     changes: dict[str, Any] = {}
     keep = _Keep(store, ctx)
     if text_chars > quick or not plain or images:
-        content = _bound_content(result.content, limit, keep)
-        if content is not None:
-            changes["content"] = content
+        bounded = _bound_content(result.content, limit, keep)
+        if bounded is not None:
+            changes["content"] = bounded
     if not details_fit:
         details = _bound_details(result.details, details_limit // 4, details_limit, keep)
         if details is not result.details:
@@ -109,8 +121,8 @@ def bound_result(
         artifacts = _bound_artifacts(result.artifacts, details_limit, keep)
         if artifacts is not result.artifacts:
             changes["artifacts"] = artifacts
-    if display is not None and not _fits(display, quick):
-        changes["display"] = _bound_text(display, limit, keep)
+    if shown is not None and (shown is not display or not _fits(shown, quick)):
+        changes["display"] = _bound_text(shown, limit, keep)
     if error is not None and not _error_fits(error, quick):
         changes["error"] = _bound_error(error, limit, keep)
     return dataclasses.replace(result, **changes) if changes else result
@@ -119,7 +131,9 @@ def bound_result(
 def bound_error(
     error: ToolError, limit: int, store: OutputStore, ctx: ToolExecutionContext
 ) -> ToolError:
-    """``error``, or a copy whose message and field fit ``limit`` bytes as UTF-8."""
+    """``error``, or a copy whose message is neutral and, with its field, fits ``limit``
+    bytes as UTF-8."""
+    error = _neutral_error(error)
     if _error_fits(error, limit // 4):
         return error
     return _bound_error(error, limit, _Keep(store, ctx))
@@ -134,6 +148,29 @@ def _bound_error(error: ToolError, limit: int, keep: _Keep) -> ToolError:
         field = _encodable(error.field).encode("utf-8")
         bounded.field = cut_utf8(field, limit).decode("utf-8")
     return bounded
+
+
+def _neutral_content(content: tuple[ContentBlock, ...]) -> tuple[ContentBlock, ...]:
+    """``content`` with the text of each block neutral (:func:`~._markers.neutralise`)."""
+    changed: list[ContentBlock] | None = None
+    for index, block in enumerate(content):
+        if isinstance(block, TextContent):
+            text = neutralise(block.text)
+            if text is not block.text:
+                changed = changed or list(content)
+                changed[index] = TextContent(text)
+    return content if changed is None else tuple(changed)
+
+
+def _neutral_error(error: ToolError) -> ToolError:
+    """``error``, or a copy whose message is neutral (:func:`~._markers.neutralise`)."""
+    message = neutralise(error.message)
+    if message is error.message:
+        return error
+    neutral = copy.copy(error)
+    neutral.message = message
+    neutral.args = (message,)
+    return neutral
 
 
 def _encodes(text: str) -> bool:

@@ -81,14 +81,18 @@ class CallTrace:
         self.context = context
         self.observers = observers
         self.arguments: Mapping[str, Any] | str = call.arguments
-        """The arguments as decoded (as given, when they did not decode)."""
+        """The arguments the call ran with: as the safety gate saw them (rewritten by
+        before hooks, normalised, validated; the security checks may still make a path
+        canonical), or, for a call that ended before the gate, as decoded (as given, when
+        they did not decode)."""
         self.tier: SafetyTier | None = None
         """The tool's tier, once the tool was found."""
         self.steps: list[tuple[str, float]] = []
         """Each pipeline step entered, with its ``perf_counter`` time: ``approval`` (the
         safety gate), ``policy_checks`` and ``execute``. What comes before the first (the
-        lookup, decoding, before hooks) begins with the call; what follows the last (bounding
-        the result, after hooks) ends with it."""
+        lookup, decoding, before hooks, normalising and validating the arguments) begins
+        with the call; what follows the last (bounding the result, after hooks) ends with
+        it."""
         self.decisions: list[PolicyDecision] = []
         self.result: ToolResult | None = None
         """The result the caller got, once the call ended."""
@@ -118,7 +122,9 @@ class CallTrace:
         arguments: Mapping[str, Any],
         ctx: ToolExecutionContext,
     ) -> None:
-        """The safety gate's decision, recorded and shown to the observers at once."""
+        """The safety gate's decision on ``arguments`` (which become the trace's),
+        recorded and shown to the observers at once."""
+        self.arguments = arguments
         self.step("approval")
         try:
             how = await gate.admit(self.call.name, tool, arguments, ctx)

@@ -7,12 +7,14 @@ In order, each step able to end the call with its own error envelope:
 2. **decode** -- arguments as an object (JSON text is parsed; input that is too large, too
    deep or not plain JSON is refused, see :mod:`._arguments`);
 3. **before hooks** -- may block (``blocked``) or rewrite the arguments;
-4. **safety gate** -- privileged tools need approval: ``permission_denied``; then the
-   operator's rate limits (see :mod:`._rate_limit_step`): ``permission_denied`` with
-   ``retry_after`` in its details;
-5. **normalise** -- camelCase/snake_case names, common aliases (``file_path`` for
+4. **normalise** -- camelCase/snake_case names, common aliases (``file_path`` for
    ``path``), JSON-in-a-string values; a required parameter sent empty or null is missing;
-6. **validate** -- JSON Schema: ``validation_error`` naming field, expectation and value;
+5. **validate** -- JSON Schema: ``validation_error`` naming field, expectation and value;
+6. **safety gate** -- privileged tools need approval: ``permission_denied``; then the
+   operator's rate limits (see :mod:`._rate_limit_step`): ``permission_denied`` with
+   ``retry_after`` in its details. The gate comes after normalising and validating, so an
+   approver is shown the arguments the tool runs with (``{"cmd": ...}`` is shown as
+   ``{"command": ...}``), and a call that could not run asks no one and spends no budget;
 7. **security checks** -- paths, shell, egress: ``permission_denied``;
 8. **execute under a deadline** -- a ``limited``/``exclusive_by_type`` tool first waits
    for its turn, inside the deadline (see :mod:`._concurrency`); ``timeout`` on time even
@@ -20,8 +22,10 @@ In order, each step able to end the call with its own error envelope:
    it, see :mod:`._deadline`), with the seconds elapsed and the limit in its ``details``;
    any exception becomes ``execution_error``;
 9. **bound** -- images beyond the ``[images]`` limits become a text block saying so (see
-   :mod:`._images`); every part of the result (text, details, display, an error's message)
-   beyond the byte limit is cut and kept in the output store (see :mod:`._bounds`);
+   :mod:`._images`); the tool's lines that could pass for the pipeline's own are escaped
+   and the display line is made visible text; every part of the result (text, details,
+   display, an error's message) beyond the byte limit is cut and kept in the output store
+   (see :mod:`._bounds`);
 10. **after / persist hooks**, then the ``tool_execution_end`` event.
 
 Every call yields exactly one :class:`ToolResult`, with its duration, and emits one start and
@@ -173,15 +177,13 @@ class ToolPipeline:
             if block is not None:
                 raise ToolBlockedError(block.reason)
             args = dict(call.arguments) if isinstance(call.arguments, Mapping) else args
+        args = self.prepared(call.name, args)
         if trace is None:
             await self.gate.admit(call.name, tool, args, ctx)
         else:
             await trace.admit(self.gate, tool, args, ctx)
         if self.rate_limits is not None:
             await self.rate_limits.admit(call.name, tool, ctx)
-        spec = self._spec(call.name)
-        args = normalise_arguments(args, spec)
-        validate_arguments(args, spec)
         checked: Mapping[str, Any] = args
         if trace is None:
             for check in self.checks:
@@ -261,6 +263,14 @@ class ToolPipeline:
             )
             failure = ToolExecutionError(f"a result hook failed: {_describe_crash(exc)}")
             return ToolResult.failure(call.name, failure, result.duration)
+
+    def prepared(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Decoded ``args`` of tool ``name`` normalised and validated: what the safety gate
+        sees and the tool runs with (``validation_error`` otherwise)."""
+        spec = self._spec(name)
+        args = normalise_arguments(args, spec)
+        validate_arguments(args, spec)
+        return args
 
     def _spec(self, name: str) -> ArgumentSpec:
         spec = self._specs.get(name)

@@ -94,7 +94,7 @@ class ToolResult:
     (see :mod:`._bounds`)."""
     display: str | None = None
     """One line for a person ("Read README.md (42 lines)"), for UIs and logs; never sent to
-    a model."""
+    a model. The pipeline makes it one line of visible text (see :mod:`._display`)."""
     is_error: bool = False
     """Whether the call failed; then ``error`` says how."""
     duration: float = 0.0

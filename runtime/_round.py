@@ -139,8 +139,9 @@ def _tool_of(runtime: Runtime, call: ToolCall, agent_id: str) -> Tool | None:
 def _awaiting_approval(
     runtime: Runtime, calls: Sequence[ToolCall], ctx: ToolExecutionContext
 ) -> dict[int, tuple[Tool, Mapping[str, Any]]]:
-    """The calls whose approval is asked ahead: privileged ones with a unique id and
-    arguments that decode (any other goes through the pipeline as it is)."""
+    """The calls whose approval is asked ahead: privileged ones with a unique id and valid
+    arguments, which the approver is shown as the pipeline's gate sees them -- normalised
+    (any other call goes through the pipeline as it is)."""
     ids = Counter(call.id for call in calls)
     deferred: dict[int, tuple[Tool, Mapping[str, Any]]] = {}
     for index, call in enumerate(calls):
@@ -151,6 +152,7 @@ def _awaiting_approval(
             continue
         try:
             args = decode_arguments(call.arguments, runtime.config.limits.max_argument_bytes)
+            args = runtime.pipeline.prepared(call.name, args)
         except ToolError:
             continue
         deferred[index] = (tool, args)

@@ -10,7 +10,9 @@ response -- whole, or streamed as server-sent events -- back into an
 A successful result reaches the model as its text and, when it has them, its ``details``
 (:func:`details_text`: a separate block where the format has blocks, a line after the text
 where it has only a string, a member of Gemini's response object); its ``display`` is for
-people and never sent.
+people and never sent. The ``[details]`` line is one of the pipeline's own lines: a tool's
+text never holds one unescaped (see :mod:`toolcage.runtime._markers`), and the JSON on it
+is one line, with U+0085, U+2028 and U+2029 escaped too.
 
 Tool-call ids survive the round trip: the id a provider gave a call is the id its result
 carries back. Where a provider gives none (Gemini), the adapter makes one, and encodes it back
@@ -25,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .._markers import DETAILS
 from .._result import ToolResult
 from .._tool import FunctionDecl, ToolCall
 
@@ -197,7 +200,13 @@ def details_text(result: ToolResult) -> str:
     text = result.output_text
     if encoded == text or _is_json_of(text, result.details):
         return ""
-    return f"[details] {encoded}"
+    if not encoded.isascii():  # breaks json.dumps leaves in strings: the line stays one
+        encoded = encoded.translate(_LINE_BREAKS)
+    return f"{DETAILS} {encoded}"
+
+
+_LINE_BREAKS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+"""Line breaks that JSON allows raw in a string, as their escapes (the same value)."""
 
 
 def _is_json_of(text: str, value: Any) -> bool:

@@ -216,9 +216,9 @@ class TestWebFetch:
         result = run(
             "web_fetch", url=server.url + "/big", bindings=_bindings(max_response_bytes=1000)
         )
-        assert (
-            result["text"] == "x" * 1000 + "\n\n[output truncated — original size: 3,145,728 bytes]"
-        )
+        # the guest's own note, escaped by the pipeline as a line of the tool's
+        note = "\\[output truncated — original size: 3,145,728 bytes]"
+        assert result["text"] == "x" * 1000 + "\n\n" + note
 
     def test_slow_page_times_out(self, run: Runner, server: Server) -> None:
         result = run("web_fetch", url=server.url + "/slow", bindings=_bindings(read_timeout=0.3))

@@ -46,6 +46,15 @@ HOSTILE = {
     "all-latin": b'<meta charset="windows-1252"><p>' + "caf\u00e9 ".encode("cp1252") * 1_150_000,
     "tiny-elements": b"<i></i>" * 740_000,
     "tiny-paragraphs": b"<p>x</p>" * 640_000,
+    # What lexbor alone would take quadratic time over (see web_fetch/page.c).
+    "many-attributes": b"<p " + b"".join(b'a%d="v" ' % i for i in range(100_000)) + b">after",
+    "late-href": (
+        b'<p><a href="/a" ' + b"x=1 " * 127 + b">first</a></p>"
+        b"<p><a " + b"x=1 " * 128 + b'href="/b">second</a></p>'
+    ),
+    "repeated-body": b"<p>before</p>" + b"".join(b"<body b%d=1>" % i for i in range(50_000)),
+    "many-options": b"<p>before</p><select>" + b"<option>x" * 50_000 + b"</select><p>after",
+    "many-tag-names": b"".join(b"<t%d>x</t%d>" % (i, i) for i in range(10_000)),
 }
 
 
@@ -298,6 +307,25 @@ class TestHostileHtml:
         assert result["ok"] is True, result
         assert result["text"].startswith(start)
         assert "[output truncated — original size: 2,0" in result["text"]
+
+    def test_an_element_keeps_its_first_128_attributes(self, site: Server, tmp_path: Path) -> None:
+        text = fetch(tmp_path, site.url + "/hostile/late-href")["text"]
+        assert text == f"[first]({site.url}/a)\n\nsecond"
+
+    @pytest.mark.parametrize(
+        ("name", "text"),
+        [
+            ("many-attributes", "after"),
+            ("repeated-body", "before"),
+            ("many-options", "before\n\nafter"),
+            ("many-tag-names", "x" * 10_000),
+        ],
+    )
+    def test_pages_lexbor_alone_would_take_quadratic_time_over(
+        self, site: Server, tmp_path: Path, name: str, text: str
+    ) -> None:
+        result = fetch(tmp_path, f"{site.url}/hostile/{name}")
+        assert result == {"ok": True, "error_type": None, "text": text}
 
     @pytest.mark.parametrize("name", ["tiny-elements", "tiny-paragraphs"])
     def test_millions_of_tiny_elements_stay_in_memory(

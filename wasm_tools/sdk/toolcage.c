@@ -284,6 +284,60 @@ static int read_arguments(tc_buf *in) {
     return 0;
 }
 
+static size_t utf8_seq(const unsigned char *s, size_t len, unsigned *cp);
+
+/* The format characters (Unicode category Cf, as of Unicode 15.1), as ranges in order: the
+ * same table as the host's (toolcage.runtime._display.FORMAT_RANGES). */
+static const unsigned FORMAT_RANGES[][2] = {
+    {0x00AD, 0x00AD}, {0x0600, 0x0605}, {0x061C, 0x061C}, {0x06DD, 0x06DD}, {0x070F, 0x070F},
+    {0x0890, 0x0891}, {0x08E2, 0x08E2}, {0x180E, 0x180E}, {0x200B, 0x200F}, {0x202A, 0x202E},
+    {0x2060, 0x2064}, {0x2066, 0x206F}, {0xFEFF, 0xFEFF}, {0xFFF9, 0xFFFB}, {0x110BD, 0x110BD},
+    {0x110CD, 0x110CD}, {0x13430, 0x1343F}, {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A},
+    {0xE0001, 0xE0001}, {0xE0020, 0xE007F},
+};
+
+/* Whether a display line shows `cp` as its escape: a C1 control, U+2028, U+2029 or a format
+ * character. */
+static int is_invisible(unsigned cp) {
+    if (cp < 0xA0) return cp >= 0x80;
+    if (cp == 0x2028 || cp == 0x2029) return 1;
+    for (size_t i = 0; i < sizeof FORMAT_RANGES / sizeof *FORMAT_RANGES; i++) {
+        if (cp < FORMAT_RANGES[i][0]) return 0;
+        if (cp <= FORMAT_RANGES[i][1]) return 1;
+    }
+    return 0;
+}
+
+/* `s[0..n)` as one line of visible text, into `into` (see tc_result_display): a C0 control
+ * or DEL becomes a space, an invisible character its escape; bytes that are not UTF-8 stay,
+ * for tc_buf_json_string to write as U+FFFD. */
+static void visible_line(tc_buf *into, const char *s, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, plain = 0; /* u[plain..i) is copied as it is */
+    while (i < n) {
+        unsigned char c = u[i];
+        unsigned cp = c;
+        size_t len = c < 0x80 ? 1 : utf8_seq(u + i, n - i, &cp);
+        if ((c >= 0x20 && c < 0x7F) || len == 0 || (len > 1 && !is_invisible(cp))) {
+            i += len ? len : 1;
+            continue;
+        }
+        tc_buf_put(into, s + plain, i - plain);
+        if (len == 1) {
+            tc_buf_putc(into, ' ');
+        } else {
+            int digits = cp > 0xFFFF ? 8 : 4;
+            tc_buf_putc(into, '\\');
+            tc_buf_putc(into, digits == 8 ? 'U' : 'u');
+            for (int d = digits - 1; d >= 0; d--) tc_buf_putc(into, hex[(cp >> (4 * d)) & 15]);
+        }
+        i += len;
+        plain = i;
+    }
+    tc_buf_put(into, s + plain, n - plain);
+}
+
 /* Where the result document is left for the host (see tc_tool_main). */
 static const char *result_data;
 static size_t result_size;
@@ -297,13 +351,14 @@ __attribute__((export_name("toolcage_result"))) uint64_t toolcage_result(void) {
 }
 
 int tc_tool_main(tc_tool_fn run) {
-    tc_buf in = {0}, out = {0}, doc = {0};
+    tc_buf in = {0}, out = {0}, doc = {0}, shown = {0};
     int from_host = read_arguments(&in);
     const char *error_type = run(tc_buf_cstr(&in), &out);
     tc_buf_cstr(&out);
+    if (!error_type && display_line.len) visible_line(&shown, display_line.data, display_line.len);
     /* Room for the text and the envelope at once: growing by doubling would copy it again
      * and again. */
-    size_t room = out.len + 128 + details_json.len + 2 * display_line.len + artifacts_json.len;
+    size_t room = out.len + 128 + details_json.len + 2 * shown.len + artifacts_json.len;
     doc.data = malloc(room);
     doc.cap = doc.data ? room : 0;
     if (error_type) {
@@ -319,12 +374,9 @@ int tc_tool_main(tc_tool_fn run) {
         tc_buf_put(&doc, details_json.data, details_json.len);
         tc_buf_putc(&doc, '}');
     }
-    if (!error_type && display_line.len) {
-        for (size_t i = 0; i < display_line.len; i++) /* one line: controls become spaces */
-            if ((unsigned char)display_line.data[i] < 0x20 || display_line.data[i] == 0x7F)
-                display_line.data[i] = ' ';
+    if (shown.len) {
         tc_buf_puts(&doc, ",\"display\":");
-        tc_buf_json_string(&doc, display_line.data, display_line.len);
+        tc_buf_json_string(&doc, shown.data, shown.len);
     }
     if (!error_type && artifacts_json.len) {
         tc_buf_puts(&doc, ",\"artifacts\":");

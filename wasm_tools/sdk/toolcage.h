@@ -76,7 +76,11 @@ void tc_detail_json(const char *key, const char *value);
 /* All the details at once, a JSON object (members added later go into it); nothing is set
  * when it is not one. */
 void tc_result_details(const char *object);
-/* The display line, printf-style; a control character in it becomes a space. */
+/* The display line, printf-style. It is sent as one line of visible text: a C0 control or
+ * DEL in it becomes a space, and a C1 control (U+0080-U+009F), U+2028, U+2029 or a format
+ * character (Unicode category Cf: bidirectional controls, zero-width characters, the byte
+ * order mark, ...) is shown as \uHHHH (\UHHHHHHHH past U+FFFF), the host's rule for every
+ * tool's display line. */
 void tc_result_display(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The display line itself, to build with tc_buf_puts, tc_buf_int, ...: a printf costs a
  * fresh instance more than a small tool's whole answer, so a tool called often builds it

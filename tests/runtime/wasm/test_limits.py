@@ -88,9 +88,11 @@ class TestOutputCap:
             end = await runtime.execute(
                 "tool_output_read", {"handle": match[2], "offset": size - 200}
             )
+        # The runner's note at the guest's cap is part of the tool's text: it reaches the
+        # model escaped, where the pipeline's own note (above) is not.
         assert end.output_text.endswith(
-            "x\n[output truncated — original size: 104,857,600 bytes]"
-            "\n[shown: the first 1,048,576 bytes]"
+            "x\n\\[output truncated — original size: 104,857,600 bytes]"
+            "\n\\[shown: the first 1,048,576 bytes]"
         )
 
 

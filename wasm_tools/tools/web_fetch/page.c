@@ -10,6 +10,24 @@
  * elements for many tags (is there a <p> to close?), so a page of 100,000 nested elements
  * would cost it billions of steps. The document is fed in chunks small enough that one
  * chunk past the limit costs little.
+ *
+ * A page costs time in proportion to its size; four places in lexbor would not, and are
+ * kept from it here without changing lexbor:
+ *   - an element's attributes: the tree builder adds each one after looking for it among
+ *     those the element already has (a repeated name keeps its first value), so one tag
+ *     of n attributes costs n^2/2 steps. A filter between the tokenizer and the tree
+ *     builder (page_token) keeps the first WF_MAX_ATTRS of a tag and gives the others
+ *     back to the tokenizer unseen.
+ *   - a second <body> or <html> tag adds its attributes to the element that exists, again
+ *     each after a look through the ones it has: the filter drops the attributes of each
+ *     such tag after the first.
+ *   - the document's tables of tag and attribute names have a fixed 128 slots, each a
+ *     list, so a page of n distinct names costs n^2/256 steps; they are made with a slot
+ *     for every WF_NAME_BYTES bytes of the page instead.
+ *   - each <option> inserted runs the HTML steps that decide which option of its <select>
+ *     is selected, a walk over all of them: n^2/2 for a select of n options. Which one is
+ *     selected is nothing to the text (a <select> is not shown at all), so the document
+ *     runs the DOM's own insertion steps, which have none of these.
  */
 #include "page.h"
 
@@ -60,6 +78,58 @@ static void budget_free(void *dst) {
     free(dst);
 }
 
+/* The tree builder's own token callback, which page_token hands each token on to. */
+static lxb_html_tokenizer_token_f tree_callback;
+static void *tree_ctx;
+static int bodies, htmls; /* <body> and <html> start tags seen */
+
+/* Drop the attributes of `token` from `attr` on, their memory (and their values') handed
+ * back to the tokenizer for the next ones. */
+static void drop_attributes(lxb_html_tokenizer_t *tkz, lxb_html_token_t *token,
+                            lxb_html_token_attr_t *attr) {
+    while (attr) {
+        lxb_html_token_attr_t *next = attr->next;
+        if (attr->value) lexbor_mraw_free(tkz->attrs_mraw, attr->value);
+        lxb_html_token_attr_delete(token, attr, tkz->dobj_token_attr);
+        attr = next;
+    }
+}
+
+/* Between the tokenizer and the tree builder: at most WF_MAX_ATTRS attributes a tag, none
+ * on a repeated <body> or <html> (see the top of this file). */
+static lxb_html_token_t *page_token(lxb_html_tokenizer_t *tkz, lxb_html_token_t *token,
+                                    void *ctx) {
+    (void)ctx;
+    lxb_html_token_attr_t *attr = token->attr_first;
+    if (attr && !(token->type & LXB_HTML_TOKEN_TYPE_CLOSE)) {
+        int *seen = token->tag_id == LXB_TAG_BODY   ? &bodies
+                    : token->tag_id == LXB_TAG_HTML ? &htmls
+                                                    : NULL;
+        if (seen && (*seen)++) {
+            drop_attributes(tkz, token, attr);
+        } else {
+            for (size_t n = 1; attr && n < WF_MAX_ATTRS; n++) attr = attr->next;
+            if (attr) drop_attributes(tkz, token, attr->next);
+        }
+    }
+    return tree_callback(tkz, token, tree_ctx);
+}
+
+/* A table of names with a slot for every WF_NAME_BYTES bytes of an `n`-byte page, in
+ * place of `*table` (which is kept when the new one cannot be made). */
+static void widen(lexbor_hash_t **table, size_t n, size_t struct_size) {
+    size_t slots = n / WF_NAME_BYTES;
+    if (slots <= 128) return;
+    if (slots > WF_NAME_SLOTS) slots = WF_NAME_SLOTS;
+    lexbor_hash_t *wide = lexbor_hash_create();
+    if (!wide || lexbor_hash_init(wide, slots, struct_size) != LXB_STATUS_OK) {
+        lexbor_hash_destroy(wide, true);
+        return;
+    }
+    lexbor_hash_destroy(*table, true);
+    *table = wide;
+}
+
 /* Elements open at once in the tree builder. */
 static size_t open_elements(lxb_html_document_t *doc) {
     lxb_html_parser_t *parser = doc->dom_document.parser;
@@ -77,9 +147,21 @@ lxb_html_document_t *wf_parse(const char *html, size_t n, size_t memory_budget,
     lexbor_memory_setup(budget_malloc, budget_realloc, budget_calloc, budget_free);
     lxb_html_document_t *doc = lxb_html_document_create();
     if (!doc) return NULL;
+    lxb_dom_document_mutation_init(&doc->dom_document);
+    widen(&doc->dom_document.tags, n, sizeof(lxb_tag_data_t));
+    widen(&doc->dom_document.attrs, n, sizeof(lxb_dom_attr_data_t));
     if (lxb_html_document_parse_chunk_begin(doc) != LXB_STATUS_OK) {
         lxb_html_document_destroy(doc);
         return NULL;
+    }
+    lxb_html_tokenizer_t *tkz = doc->dom_document.parser
+                                    ? lxb_html_parser_tokenizer(doc->dom_document.parser)
+                                    : NULL;
+    if (tkz) {
+        tree_callback = tkz->callback_token_done;
+        tree_ctx = tkz->callback_token_ctx;
+        bodies = htmls = 0;
+        lxb_html_tokenizer_callback_token_done_set(tkz, page_token, NULL);
     }
     for (size_t at = 0, len; at < n; at += len) {
         len = n - at < CHUNK ? n - at : CHUNK;

@@ -15,6 +15,13 @@
 /* Elements open at once past which a parse stops. */
 #define WF_MAX_OPEN 1024
 
+/* Attributes of a tag that reach the document: the rest are dropped. */
+#define WF_MAX_ATTRS 128
+/* Bytes of page per slot of the document's tables of tag and attribute names, and the most
+ * slots a table gets (see page.c). */
+#define WF_NAME_BYTES 64
+#define WF_NAME_SLOTS 16384
+
 /* Why a parse stopped early. */
 #define WF_CUT_MEMORY 1
 #define WF_CUT_DEPTH 2
@@ -23,7 +30,8 @@
  * lexbor would hold more than `memory_budget` bytes or grow the guest's linear memory past
  * `linear_budget` (a page of millions of tiny elements), or when more than WF_MAX_OPEN
  * elements are open (nested) at once: the document then holds what was parsed so far.
- * NULL when not even an empty document fits. */
+ * A tag's attributes past the first WF_MAX_ATTRS, and those of a second <body> or <html>
+ * tag, are left out. NULL when not even an empty document fits. */
 lxb_html_document_t *wf_parse(const char *html, size_t n, size_t memory_budget,
                               size_t linear_budget, int *cut);
 
