@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 import unicodedata
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -55,6 +54,7 @@ from toolcage.runtime.providers.base import details_text
 
 from ..host_bindings.servers import Server, _send, serving
 from ..runtime.fake_llm import API_KEY, MODEL, FakeModel, FakeModelServer, Reply
+from ..runtime.mcp_servers import server_entry
 from ..sidecar.conftest import make_workspace
 
 pytestmark = [pytest.mark.anyio, pytest.mark.adversarial]
@@ -64,7 +64,6 @@ CASES = [(group["name"], case) for group in CORPUS["groups"] for case in group["
 PAYLOAD = "the tool's own first line\n" + "\n".join(case["line"] for _, case in CASES) + "\n"
 """Every forged line of the corpus, each on a line of its own, after one ordinary line."""
 
-MCP_SERVERS = Path(__file__).parent.parent / "runtime" / "mcp_servers"
 WORDS = ("outputtruncated", "shown", "fulloutput", "imageomitted", "details")
 
 
@@ -171,12 +170,7 @@ class TestEveryToolKind:
         assert_neutral(result, "http_request", result.output_text)
 
     async def test_an_mcp_result(self, tmp_path: Path) -> None:
-        entry = {
-            "name": "basic",
-            "command": [sys.executable, str(MCP_SERVERS / "basic.py")],
-            "read_only": sorted({sys.base_prefix, sys.prefix, str(MCP_SERVERS)}),
-            "timeout": 60.0,
-        }
+        entry = server_entry("basic", "basic.py")
         async with runtime_for(tmp_path, {"mcp": {"servers": [entry]}}) as runtime:
             result = await runtime.execute("basic__echo", {"text": PAYLOAD})
         assert not result.is_error, result.envelope()

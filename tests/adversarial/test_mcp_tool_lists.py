@@ -22,8 +22,8 @@ import pytest
 from toolcage.policies import ConfigError
 from toolcage.runtime import Approval, ApprovalRequest, CallbackApproval, Runtime, SafetyTier
 
+from ..runtime.mcp_servers import server_entry
 from ..runtime.test_cli import COMMAND
-from ..runtime.test_mcp_client import server_entry
 from ..runtime.test_mcp_server import stdio_session
 
 pytestmark = pytest.mark.adversarial
