@@ -13,13 +13,20 @@ Redirects are followed here, by hand, one hop at a time, so each hop goes throug
 scheme/host check and the same guarded connection; ``max_redirects`` bounds the chain. A
 ``Location`` that is not a URL ends the request with an error naming it.
 Every wait (connect, each read) is bounded by the per-tool timeouts and by the call's
-deadline, and the response body is read no further than ``max_response_bytes``.
+deadline, and the response body is read no further than ``max_response_bytes`` -- decoded
+bytes, for a compressed body, which is decoded here a bounded step at a time
+(:mod:`._http_decode`), so a decompression bomb costs the cap and no more.
 
 Secrets (:class:`~toolcage.policies.SecretPolicy`) are applied hop by hop, after the hop's
 egress check and on the URL that hop sends: each hop starts again from the guest's headers,
 so a redirect to a host, path, method or scheme a secret is not bound to carries none of
-it, and one back to a bound host carries it again. What comes back -- body, headers,
-final URL, error messages -- is redacted (:mod:`._http_redact`) before anyone sees it.
+it, and one back to a bound host carries it again; a hop whose URL, headers or body holds
+an unbound secret's value in any form is refused. What comes back -- body, headers, final
+URL, error messages -- is redacted (:class:`~toolcage.policies.SecretValues`) before anyone
+sees it. With secrets configured the client asks for ``Accept-Encoding: identity`` whatever
+the guest asked (so compression never hides a value from redaction); a body that comes
+compressed all the same is decoded before it is redacted, and one in a coding the client
+cannot decode is refused.
 
 The client runs synchronously: host functions run in the guest's worker thread.
 """
@@ -42,14 +49,17 @@ import httpx
 from toolcage.policies import (
     EgressPolicy,
     EgressViolation,
+    Redactor,
     SecretMisuse,
     SecretPolicy,
+    SecretValues,
     SecretViolation,
 )
+from toolcage.policies._log_redaction import redact_logs
 from toolcage.policies._secret_policy import origin
 
 from ._base import current_call
-from ._http_redact import Redactor, redact_http_logs
+from ._http_decode import IDENTITY, DecodeError, decoder_for
 from ._rate_limits import ByteMeter, RateLimited
 from ._store import StoreError
 
@@ -196,9 +206,11 @@ class EgressClient:
     ) -> None:
         self._policy = policy
         self._secrets = secrets if secrets else None
-        self._redactor = Redactor(secrets.secrets if secrets else ())
-        if self._redactor:
-            redact_http_logs(self._redactor)
+        self._redactor = secrets.values if secrets else SecretValues()
+        """Every form of every secret's value: what is redacted from what comes back."""
+        self._log_redactor = Redactor(secrets=self._redactor)
+        if self._redactor:  # httpcore logs headers at DEBUG; they are redacted at the source
+            redact_logs(self._log_redactor)
         self._ssl_context: ssl.SSLContext | None = None
         self._ssl_lock = threading.Lock()
         self._verify = verify
@@ -301,6 +313,11 @@ class EgressClient:
             network_backend=_GuardedBackend(self._policy, tool, self._resolver),
         )
         send_headers = {**_DEFAULT_HEADERS, **headers}
+        if self._secrets is not None:
+            # A body the host cannot read it cannot redact: the guest does not choose
+            # compression while secrets may be echoed.
+            send_headers = {k: v for k, v in send_headers.items() if k.lower() != "accept-encoding"}
+            send_headers["accept-encoding"] = "identity"
         target = self._parse(url)
         if self._secrets is not None:
             self._secrets.check_request(url, body)
@@ -357,7 +374,11 @@ class EgressClient:
                         target = next_target
                         continue
                     data, truncated, size = _read_capped(
-                        response, rules.max_response_bytes, deadline, self._redactor, meter
+                        response,
+                        rules.max_response_bytes,
+                        deadline,
+                        self._redactor or None,
+                        meter,
                     )
                     return HttpResponse(
                         status=response.status_code,
@@ -436,7 +457,8 @@ def _with_secrets(
     for name, value in hop.query:
         sent = sent.copy_set_param(name, value)
     where = origin(target.scheme, host, port) + path
-    secrets.refuse_unbound_values(hop.bound, where, [str(sent), *hop.headers.values()], body)
+    texts = [str(sent), *hop.headers.keys(), *hop.headers.values()]
+    secrets.refuse_unbound_values(hop.bound, where, texts, body)
     return sent, hop.headers
 
 
@@ -465,32 +487,51 @@ def _read_capped(
     response: httpx.Response,
     cap: int,
     deadline: float,
-    redactor: Redactor,
+    redactor: SecretValues | None,
     meter: ByteMeter | None,
 ) -> tuple[bytes, bool, int | None]:
-    """The body, at most ``cap`` bytes, redacted. A value that starts before the cut is
-    redacted whole: the read goes ``redactor.overlap`` bytes past the cap for it."""
+    """The body, decoded, at most ``cap`` bytes, redacted by ``redactor`` (the secrets'
+    values, when any are configured). A value that starts before the cut is redacted
+    whole: the read goes ``redactor.overlap`` bytes past the cap for it. A body in a coding
+    that cannot be decoded comes as it is, or is refused when it would have to be
+    redacted."""
+    encoding = response.headers.get("content-encoding", "")
+    decoder = decoder_for(encoding)
+    if decoder is None:
+        if redactor is not None:
+            raise HttpFailure(
+                "execution_error",
+                f"the response body is encoded as {encoding!r} although the host asked for "
+                "identity; with secrets configured a body the host cannot decode is refused",
+            )
+        decoder = IDENTITY
     chunks: list[bytes] = []
     got = 0
     reach = cap + redactor.overlap if redactor else cap
-    for chunk in response.iter_bytes():
-        if time.monotonic() > deadline:
-            raise HttpFailure("timeout", "the call's deadline passed while reading the body")
-        if meter is not None:
-            meter.count(len(chunk))
-        chunks.append(chunk)
-        got += len(chunk)
-        if got > reach:
-            declared = response.headers.get("content-length", "")
-            size = int(declared) if declared.isascii() and declared.isdigit() else None
-            return _redacted(b"".join(chunks), redactor)[:cap], True, size
+    try:
+        for raw in response.iter_raw():
+            if time.monotonic() > deadline:
+                raise HttpFailure("timeout", "the call's deadline passed while reading the body")
+            chunk = decoder.feed(raw, reach + 1 - got)
+            if meter is not None:
+                meter.count(len(chunk))
+            chunks.append(chunk)
+            got += len(chunk)
+            if got > reach:
+                declared = response.headers.get("content-length", "")
+                size = int(declared) if declared.isascii() and declared.isdigit() else None
+                return _redacted(b"".join(chunks), redactor)[:cap], True, size
+    except DecodeError as exc:
+        raise HttpFailure(
+            "execution_error", f"the {encoding} response body cannot be decoded: {exc}"
+        ) from None
     data = _redacted(b"".join(chunks), redactor)
     if got > cap:  # within the overlap: cut, as any body past the cap
         return data[:cap], True, got
     return data, False, got
 
 
-def _redacted(data: bytes, redactor: Redactor) -> bytes:
+def _redacted(data: bytes, redactor: SecretValues | None) -> bytes:
     return redactor.data(data) if redactor else data
 
 

@@ -15,7 +15,12 @@ refuses it with a :class:`~toolcage.policies.ConfigError` naming each problem's 
   embedded store's file (a guest must never read the vault or other users' notes), and
   the environment variables the section names for secrets are set; with ``[state]``
   disabled and ``[rate_limits]`` configured, no mount reaches the store's file (which
-  holds the counters).
+  holds the counters);
+- no ``[secrets.NAME] from_file`` lies inside anything a tool can read: a mount area, the
+  shell's workspace (unless the shell is disabled) or a directory shown to a sandboxed MCP
+  server -- compared after resolving symbolic links on both sides, so a link to the file
+  or a mount through a link is caught too. (Inside a mount, a guest's path is resolved the
+  same way and a hard link is refused, see :mod:`toolcage.policies._paths`.)
 
 Nothing is created here: directories an area may create are made on first use.
 """
@@ -37,6 +42,7 @@ def check_config(config: ToolcageConfig, tools: Collection[str]) -> None:
         *_mount_problems(config),
         *_shell_problems(config),
         *_state_problems(config),
+        *_secret_problems(config),
     ]
     if problems:
         raise ConfigError("; ".join(problems))
@@ -114,6 +120,36 @@ def _state_problems(config: ToolcageConfig) -> Iterator[str]:
             secret()
         except ValueError as exc:  # it names the key and the variable
             yield str(exc)
+
+
+def _readable_dirs(config: ToolcageConfig) -> Iterator[tuple[str, Path]]:
+    """Every host directory some tool can read, resolved, with the key that names it."""
+    configured = bool(config.mounts.areas)
+    for index, area in enumerate(config.mounts.effective_areas):
+        where = f"mounts.areas.{index}.host" if configured else f"the default mount {area.guest}"
+        yield where, (config.base_dir / area.host).resolve()
+    if config.shell.mode is not ShellMode.DISABLED:
+        yield "shell.workspace", config.shell.workspace_path(config.base_dir)
+    for index, server in enumerate(config.mcp.servers):
+        if server.command is not None and server.sandbox:
+            for field in ("read_only", "read_write"):
+                for path in getattr(server, field):
+                    yield f"mcp.servers.{index}.{field}", (config.base_dir / path).resolve()
+
+
+def _secret_problems(config: ToolcageConfig) -> Iterator[str]:
+    readable = list(_readable_dirs(config)) if config.secrets else []
+    for name, secret in config.secrets.items():
+        if secret.from_file is None:
+            continue
+        file = (config.base_dir / secret.from_file).resolve()
+        for where, host in readable:
+            if file.is_relative_to(host):
+                yield (
+                    f"secrets.{name}.from_file: {file} is inside {host} ({where}); tools "
+                    "would read the secret"
+                )
+                break
 
 
 def _store_in_mounts(config: ToolcageConfig, mounts: list[Path]) -> Iterator[str]:
