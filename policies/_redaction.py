@@ -19,7 +19,13 @@ runtime both reach it. Its rules, in the order they run on a string:
 
 A value (a dict, a list, a string) is redacted by :meth:`Redactor.value`: a member whose
 key names a credential is replaced whole, strings by the rules above. A string is redacted
-whole before it is cut, so a cut never keeps part of a value a whole match would catch.
+before it is cut, so a cut never keeps part of a value a whole match would catch. A string
+far longer than its cut is redacted only as far as the cut and a margin past it: every rule
+decides a position from what precedes it, and a value that runs past the margin is
+replaced up to it, so the kept part is redacted at least as much as a whole redaction
+would; only a match the margin's end cut short is left whole, and the margin keeps it out
+of the kept part (when redaction shrank the text so far that it could reach in, the whole
+string is redacted after all).
 
 Most strings name no credential key and hold no token: one lower-casing and a few
 substring tests per rule let them through without a regular expression, and short strings
@@ -100,6 +106,10 @@ _REMEMBERED_CHARS = 256
 """Strings up to this long are remembered once redacted."""
 _SUFFIX_CHARS = 5
 """A credential name this long or longer is also found at the end of a run-together key."""
+_MARGIN = 4096
+"""Characters past a cut that a string cut far from its end is redacted to."""
+_UNSURE = 1024
+"""Characters at the end of a margin where a match may have been cut short: never kept."""
 
 
 class Redactor:
@@ -125,6 +135,7 @@ class Redactor:
         self._atoms = _atoms(names)
         self._patterns = [re.compile(pattern) for pattern in patterns]
         self._secrets = secrets if secrets else None
+        self._reach = 0 if secrets is None else secrets.overlap
         self._verdicts: dict[str, bool] = {}
         self._texts: dict[str, str] = {}
 
@@ -169,6 +180,10 @@ class Redactor:
     def text(self, text: str, max_chars: int | None = None) -> str:
         """``text`` with every credential replaced, then cut to ``max_chars`` (the rest
         counted: ``…[N more characters]``)."""
+        if max_chars is not None and len(text) > max_chars + _MARGIN + self._reach:
+            window = self._redact(text[: max_chars + _MARGIN + self._reach])
+            if len(window) >= max_chars + _UNSURE + self._reach:
+                return f"{window[:max_chars]}…[{len(text) - max_chars} more characters]"
         if len(text) <= _REMEMBERED_CHARS:
             redacted = self._texts.get(text)
             if redacted is None:
@@ -191,8 +206,10 @@ class Redactor:
                 text = shape.sub(REDACTED, text)
         for pattern in self._patterns:
             text = pattern.sub(REDACTED, text)
-        if any(atom in probe for atom in self._atoms) and ("=" in text or ":" in text):
-            text = redact_pairs(text, self.is_secret_key)
+        if "=" in text or ":" in text:
+            for atom in self._atoms:
+                if atom in probe:
+                    return redact_pairs(text, self.is_secret_key)
         return text
 
 

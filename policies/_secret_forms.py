@@ -55,11 +55,12 @@ def secret_forms(value: str) -> frozenset[bytes]:
     """The byte strings that betray ``value`` (see the module docstring)."""
     raw = value.encode("ascii")
     forms = {raw}
-    twice = quote(quote(value, safe=""), safe="")  # a value encoded again, as a whole
     for safe in _URL_SAFE:
-        for encoded in (quote(value, safe=safe), quote_plus(value, safe=safe), twice):
+        for encoded in (quote(value, safe=safe), quote_plus(value, safe=safe)):
             lower = _HEX.sub(lambda m: m.group(0).lower(), encoded)
             forms |= {encoded.encode(), lower.encode()}
+            # encoded again, as a whole (a URL put in a query parameter)
+            forms |= {quote(encoded, safe="").encode(), quote(lower, safe="").encode()}
     escaped = json.dumps(value)[1:-1]
     forms |= {escaped.encode(), escaped.replace("/", "\\/").encode()}
     for offset in range(3):

@@ -102,6 +102,22 @@ class TestRedactor:
         assert "hunter2" not in cut
         assert cut.endswith("more characters]")
 
+    def test_a_value_running_past_the_margin_is_redacted_up_to_the_cut(self) -> None:
+        text = "x" * 100 + '{"password": "' + "p" * 20_000 + '"} and more'
+        cut = Redactor().text(text, max_chars=200)
+        assert cut.startswith("x" * 100 + '{"password": "[REDACTED]')
+        assert "pp" not in cut
+
+    def test_a_match_cut_by_the_margin_never_reaches_the_kept_part(self) -> None:
+        """Redaction before the cut shrank the text: the token the margin cut short would
+        fall inside the kept part, so the whole string is redacted instead."""
+        shaped = "sk-0123456789abcdefghijklmnop"
+        text = "password=" + "p" * 5_000 + " " + shaped + " " + "y" * 20_000
+        at = text.index(shaped)
+        cut = Redactor().text(text, max_chars=at + 8 - 4096)
+        assert "sk-0123" not in cut
+        assert cut.startswith("password=[REDACTED] [REDACTED] yyy")
+
     def test_operator_patterns_and_secret_values(self) -> None:
         secrets = SecretValues([("api", "s3cr3t+value/0123=")])
         redactor = Redactor(patterns=["tenant-[0-9]+"], secrets=secrets)
