@@ -74,7 +74,7 @@ class RedactingFilter(logging.Filter):
             redactors = list(self._redactors) or [self._default]
         message = record.getMessage()
         redacted = _text(redactors, message)
-        if redacted != message or record.args:
+        if redacted != message:  # else the template stays (handlers group records by it)
             record.msg, record.args = redacted, None
         for key, value in list(record.__dict__.items()):
             if key not in _STANDARD:

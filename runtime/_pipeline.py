@@ -291,7 +291,7 @@ class ToolPipeline:
                 extra={"event": "tool.hook_failed", "tool": call.name, "call_id": call.id},
             )
             failure = ToolExecutionError(f"a result hook failed: {_describe_crash(exc)}")
-            return ToolResult.failure(call.name, failure, result.duration)
+            return ToolResult.failure(call.name, self._redacted(failure), result.duration)
 
     def _spec(self, name: str) -> ArgumentSpec:
         spec = self._specs.get(name)
