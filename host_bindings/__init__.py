@@ -10,7 +10,8 @@ from ._clock import ClockBinding, host_timezone
 from ._fs import FsBinding
 from ._grants import HostBindings, UnknownCapability, for_worker
 from ._http import HttpBinding
-from ._http_client import EgressClient, HttpFailure, HttpResponse
+from ._http_client import EgressClient
+from ._http_response import HttpFailure, HttpResponse
 from ._media import MediaBinding, media_message, text_messages
 from ._notes import MemoryBinding
 from ._progress import LogBinding, ProgressBinding

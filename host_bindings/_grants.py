@@ -67,14 +67,17 @@ class HostBindings:
         state: StateServices | None = None,
         schedules: BookOpener | None = None,
         rate_limits: RateLimiter | None = None,
+        secrets: SecretPolicy | None = None,
     ) -> HostBindings:
         """The standard bindings under ``config``; ``define_raw`` defines the ``fs`` imports
         (see :class:`FsBinding`). With ``state`` (the runtime's one store), the ``memory``,
         ``scratchpad`` and ``vault`` bindings share it; with ``schedules`` (the runtime's
         schedule book), so does the ``scheduler`` binding; with ``rate_limits``, ``http``
-        and ``search`` count response bytes against its byte quotas."""
+        and ``search`` count response bytes against its byte quotas. ``http`` sends the
+        ``secrets`` (loaded from ``config`` when not given)."""
         policy = EgressPolicy(config.egress)
-        secrets = SecretPolicy.load(config.secrets, config.base_dir)
+        if secrets is None:
+            secrets = SecretPolicy.load(config.secrets, config.base_dir)
         standard: list[HostBinding] = [
             HttpBinding.from_policy(policy, secrets, rate_limits),
             SearchBinding.from_policy(policy, rate_limits),

@@ -40,7 +40,8 @@ from ._abi import (
     ok,
 )
 from ._base import CallState
-from ._http_client import EgressClient, HttpFailure, HttpResponse
+from ._http_client import EgressClient
+from ._http_response import HttpFailure, HttpResponse
 from ._rate_limits import ByteMeter, RateLimiter
 from ._results import define_json_call
 

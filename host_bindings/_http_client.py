@@ -1,40 +1,37 @@
 """The host's HTTP client for guests, with the egress policy built into its connections.
 
-The policy is enforced where the socket is opened, not on URL text: httpx is given an
-httpcore network backend (:class:`_GuardedBackend`) that resolves the host itself, asks
-:meth:`~toolcage.policies.EgressPolicy.check_address` about every address the name
-resolves to, and then connects to the checked IP literal. There is no second lookup for a
-rebinding DNS server to answer differently, and TLS still verifies the certificate against
-the host *name* (httpcore passes the origin's name as SNI / ``server_hostname``). Only a
-host that passed :meth:`~toolcage.policies.EgressPolicy.check_host` (a well-formed DNS
-name) is ever given to the resolver; an IP literal is never looked up at all.
+The policy is enforced where the socket is opened, not on URL text: every hop connects
+through :class:`~._http_connect.GuardedBackend`, which resolves the host itself and checks
+every address before it connects to one.
 
 Redirects are followed here, by hand, one hop at a time, so each hop goes through the same
 scheme/host check and the same guarded connection; ``max_redirects`` bounds the chain. A
 ``Location`` that is not a URL ends the request with an error naming it.
 Every wait (connect, each read) is bounded by the per-tool timeouts and by the call's
-deadline, and the response body is read no further than ``max_response_bytes``.
+deadline, and the response body is read no further than ``max_response_bytes`` -- decoded
+bytes, for a compressed body, which is decoded here a bounded step at a time
+(:mod:`._http_response`), so a decompression bomb costs the cap and no more.
 
 Secrets (:class:`~toolcage.policies.SecretPolicy`) are applied hop by hop, after the hop's
 egress check and on the URL that hop sends: each hop starts again from the guest's headers,
 so a redirect to a host, path, method or scheme a secret is not bound to carries none of
-it, and one back to a bound host carries it again. What comes back -- body, headers,
-final URL, error messages -- is redacted (:mod:`._http_redact`) before anyone sees it.
+it, and one back to a bound host carries it again; a hop whose URL, headers or body holds
+an unbound secret's value in any form is refused. What comes back -- body, headers, final
+URL, error messages -- is redacted (:class:`~toolcage.policies.SecretValues`) before anyone
+sees it. With secrets configured the client asks for ``Accept-Encoding: identity`` whatever
+the guest asked (so compression never hides a value from redaction); a body that comes
+compressed all the same is decoded before it is redacted, and one in a coding the client
+cannot decode is refused.
 
 The client runs synchronously: host functions run in the guest's worker thread.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 import httpcore
@@ -42,14 +39,18 @@ import httpx
 from toolcage.policies import (
     EgressPolicy,
     EgressViolation,
+    Redactor,
     SecretMisuse,
     SecretPolicy,
+    SecretValues,
     SecretViolation,
 )
+from toolcage.policies._log_redaction import redact_logs
 from toolcage.policies._secret_policy import origin
 
 from ._base import current_call
-from ._http_redact import Redactor, redact_http_logs
+from ._http_connect import GuardedBackend, Resolver, system_resolver
+from ._http_response import HttpFailure, HttpResponse, read_capped
 from ._rate_limits import ByteMeter, RateLimited
 from ._store import StoreError
 
@@ -60,120 +61,6 @@ _DEFAULT_HEADERS = {
     "accept-encoding": "identity",
     "user-agent": f"python-httpx/{httpx.__version__}",
 }
-# getaddrinfo cannot be interrupted; lookups run here so a hung resolver costs a call its
-# deadline (the lookup is abandoned), never more.
-_RESOLVER = ThreadPoolExecutor(max_workers=4, thread_name_prefix="toolcage-dns")
-
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-Resolver = Callable[[str, int], Sequence[str]]
-"""Looks a host name up: the IP addresses (as text) to connect to for ``(host, port)``;
-raises :class:`OSError` (``socket.gaierror``) when the name does not resolve."""
-
-
-def system_resolver(host: str, port: int) -> list[str]:
-    """The operating system's resolver (``getaddrinfo``)."""
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return [str(sockaddr[0]) for *_, sockaddr in infos]
-
-
-def _ip_literal(text: str) -> IPAddress | None:
-    try:
-        return ipaddress.ip_address(text)
-    except ValueError:
-        return None
-
-
-class HttpFailure(Exception):
-    """A request that did not produce a response; ``kind`` is an ``error_type`` value."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-
-
-@dataclass(frozen=True, slots=True)
-class HttpResponse:
-    """What came back, after redirects."""
-
-    status: int
-    """Final HTTP status code."""
-    headers: tuple[tuple[str, str], ...]
-    """Final response headers, in order."""
-    body: bytes
-    """Body, at most ``max_response_bytes`` long."""
-    truncated: bool
-    """Whether the body was cut at the cap."""
-    size: int | None
-    """Original body size when known (read fully, or from Content-Length)."""
-    url: str
-    """Final URL."""
-    redirects: int
-    """Redirects followed."""
-
-
-class _GuardedBackend(httpcore.NetworkBackend):
-    """Resolves, checks every address against the policy, connects to a checked IP."""
-
-    def __init__(self, policy: EgressPolicy, tool: str, resolver: Resolver) -> None:
-        self._policy = policy
-        self._tool = tool
-        self._resolver = resolver
-        self._inner = httpcore.SyncBackend()
-
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.NetworkStream:
-        addresses = []
-        for address in self._resolve(host, port, timeout):
-            # All must pass: refusing the whole name when any answer is private keeps a
-            # mixed answer from being a coin toss between a public and a private host.
-            self._policy.check_address(self._tool, address, port)
-            if address not in addresses:
-                addresses.append(address)
-        last: Exception | None = None
-        for address in addresses:
-            try:
-                return self._inner.connect_tcp(
-                    str(address), port, timeout, local_address, socket_options
-                )
-            except httpcore.ConnectError as exc:
-                last = exc
-        raise last or HttpFailure("execution_error", f"no address for {host!r}")
-
-    def _resolve(self, host: str, port: int, timeout: float | None) -> list[IPAddress]:
-        literal = _ip_literal(host)
-        if literal is not None:
-            return [literal]
-        self._policy.check_host(host)  # nothing malformed reaches the resolver
-        lookup = _RESOLVER.submit(self._resolver, host, port)
-        try:
-            answers = lookup.result(timeout=timeout)
-        except FutureTimeout:
-            raise httpcore.ConnectTimeout(f"resolving {host!r} timed out") from None
-        except (OSError, UnicodeError) as exc:
-            raise HttpFailure("execution_error", f"cannot resolve {host!r}: {exc}") from None
-        addresses = [_ip_literal(answer) for answer in answers]
-        found = [address for address in addresses if address is not None]
-        if not found:
-            raise HttpFailure("execution_error", f"cannot resolve {host!r}: no address")
-        return found
-
-    def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,
-        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.NetworkStream:
-        raise HttpFailure("permission_denied", "unix sockets are not reachable")
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
 
 
 class EgressClient:
@@ -196,9 +83,11 @@ class EgressClient:
     ) -> None:
         self._policy = policy
         self._secrets = secrets if secrets else None
-        self._redactor = Redactor(secrets.secrets if secrets else ())
-        if self._redactor:
-            redact_http_logs(self._redactor)
+        self._redactor = secrets.values if secrets else SecretValues()
+        """Every form of every secret's value: what is redacted from what comes back."""
+        self._log_redactor = Redactor(secrets=self._redactor)
+        if self._redactor:  # httpcore logs headers at DEBUG; they are redacted at the source
+            redact_logs(self._log_redactor)
         self._ssl_context: ssl.SSLContext | None = None
         self._ssl_lock = threading.Lock()
         self._verify = verify
@@ -298,9 +187,14 @@ class EgressClient:
         transport._pool = httpcore.ConnectionPool(
             ssl_context=self._ssl,
             max_connections=4,
-            network_backend=_GuardedBackend(self._policy, tool, self._resolver),
+            network_backend=GuardedBackend(self._policy, tool, self._resolver),
         )
         send_headers = {**_DEFAULT_HEADERS, **headers}
+        if self._secrets is not None:
+            # A body the host cannot read it cannot redact: the guest does not choose
+            # compression while secrets may be echoed.
+            send_headers = {k: v for k, v in send_headers.items() if k.lower() != "accept-encoding"}
+            send_headers["accept-encoding"] = "identity"
         target = self._parse(url)
         if self._secrets is not None:
             self._secrets.check_request(url, body)
@@ -356,8 +250,12 @@ class EgressClient:
                             }
                         target = next_target
                         continue
-                    data, truncated, size = _read_capped(
-                        response, rules.max_response_bytes, deadline, self._redactor, meter
+                    data, truncated, size = read_capped(
+                        response,
+                        rules.max_response_bytes,
+                        deadline,
+                        self._redactor or None,
+                        meter,
                     )
                     return HttpResponse(
                         status=response.status_code,
@@ -436,7 +334,8 @@ def _with_secrets(
     for name, value in hop.query:
         sent = sent.copy_set_param(name, value)
     where = origin(target.scheme, host, port) + path
-    secrets.refuse_unbound_values(hop.bound, where, [str(sent), *hop.headers.values()], body)
+    texts = [str(sent), *hop.headers.keys(), *hop.headers.values()]
+    secrets.refuse_unbound_values(hop.bound, where, texts, body)
     return sent, hop.headers
 
 
@@ -459,39 +358,6 @@ def _timeout(connect: float, read: float, deadline: float) -> httpx.Timeout:
     return httpx.Timeout(
         connect=min(connect, left), read=min(read, left), write=min(read, left), pool=left
     )
-
-
-def _read_capped(
-    response: httpx.Response,
-    cap: int,
-    deadline: float,
-    redactor: Redactor,
-    meter: ByteMeter | None,
-) -> tuple[bytes, bool, int | None]:
-    """The body, at most ``cap`` bytes, redacted. A value that starts before the cut is
-    redacted whole: the read goes ``redactor.overlap`` bytes past the cap for it."""
-    chunks: list[bytes] = []
-    got = 0
-    reach = cap + redactor.overlap if redactor else cap
-    for chunk in response.iter_bytes():
-        if time.monotonic() > deadline:
-            raise HttpFailure("timeout", "the call's deadline passed while reading the body")
-        if meter is not None:
-            meter.count(len(chunk))
-        chunks.append(chunk)
-        got += len(chunk)
-        if got > reach:
-            declared = response.headers.get("content-length", "")
-            size = int(declared) if declared.isascii() and declared.isdigit() else None
-            return _redacted(b"".join(chunks), redactor)[:cap], True, size
-    data = _redacted(b"".join(chunks), redactor)
-    if got > cap:  # within the overlap: cut, as any body past the cap
-        return data[:cap], True, got
-    return data, False, got
-
-
-def _redacted(data: bytes, redactor: Redactor) -> bytes:
-    return redactor.data(data) if redactor else data
 
 
 def _translate(exc: httpx.HTTPError, url: str) -> HttpFailure:

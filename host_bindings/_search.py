@@ -28,7 +28,8 @@ from ._abi import (
     ok,
 )
 from ._http import meter_for
-from ._http_client import EgressClient, HttpFailure
+from ._http_client import EgressClient
+from ._http_response import HttpFailure
 from ._rate_limits import ByteMeter, RateLimiter
 from ._results import define_json_call
 

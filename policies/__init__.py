@@ -42,7 +42,9 @@ from ._principal import (
 )
 from ._public import publish
 from ._rate_limits import RateLimitConfig, RateRule
+from ._redaction import Redactor
 from ._scheduler import SchedulerConfig
+from ._secret_forms import SecretValues
 from ._secret_policy import HopCredentials, Secret, SecretMisuse, SecretPolicy, SecretViolation
 from ._secrets import SecretConfig
 from ._state import EmbedderConfig, StateConfig, VaultConfig
@@ -91,11 +93,13 @@ __all__ = [
     "PrincipalError",
     "RateLimitConfig",
     "RateRule",
+    "Redactor",
     "SchedulerConfig",
     "Secret",
     "SecretConfig",
     "SecretMisuse",
     "SecretPolicy",
+    "SecretValues",
     "SecretViolation",
     "SessionKind",
     "SessionLink",

@@ -2,7 +2,9 @@
 
 ``[audit]`` turns the audit log on when it names a ``path`` (relative to the config file);
 an embedder may instead hand the runtime a handler. ``redact_keys`` and
-``redact_patterns`` add to the built-in redaction, never replace it.
+``redact_patterns`` add to the built-in redaction, never replace it, and apply to all that
+leaves the process, not the audit log alone: spans, log records and error messages pass
+through the same :class:`~._redaction.Redactor`.
 
 ``[telemetry]`` asks for OpenTelemetry spans and metrics through the globally configured
 providers. It needs the ``opentelemetry-api`` package (``pip install 'toolcage[otel]'``);
@@ -32,10 +34,10 @@ class AuditConfig(_Section):
     keep: int = Field(5, ge=0)
     """Rotated files kept (``PATH.1`` newest .. ``PATH.N``); older ones are removed."""
     redact_keys: tuple[str, ...] = ()
-    """Argument names (any case) whose values never reach the log, beside the built-in ones
+    """Key names (any case) whose values never leave the process, beside the built-in ones
     (``password``, ``token``, ``api_key``, ``authorization``, ...)."""
     redact_patterns: tuple[str, ...] = ()
-    """Regular expressions whose matches never reach the log, beside the built-in token
+    """Regular expressions whose matches never leave the process, beside the built-in token
     shapes (bearer tokens, ``sk-...``, ``ghp_...``, ``AKIA...``, JWTs, private keys, ...)."""
     max_value_chars: int = Field(2048, gt=0)
     """A string argument longer than this is cut in the record (after redaction)."""

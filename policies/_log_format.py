@@ -12,6 +12,8 @@ The JSON formatter writes ``{"time", "level", "logger", "event", "message", fiel
 the text formatter writes the same on one line, fields as ``key=value``. A record's
 exception becomes ``error`` (``ValueError: boom``); its traceback is written only when
 ``tracebacks`` is on (``-v``), so a command's stderr holds one line per record by default.
+The handler :func:`configure_logging` makes carries the redacting filter
+(:mod:`._log_redaction`), so no record reaches stderr unredacted, whichever library made it.
 
 This module lives in ``policies`` because it is the one package every toolcage process
 (the runtime's commands and the sidecar) already imports; it decides nothing.
@@ -26,6 +28,8 @@ import sys
 import time
 import traceback
 from typing import Any, TextIO
+
+from ._log_redaction import LOG_FILTER
 
 FORMATS = ("text", "json")
 
@@ -45,6 +49,15 @@ def _error(record: logging.LogRecord) -> str | None:
     exc = record.exc_info[1]
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _traceback(record: logging.LogRecord) -> str:
+    """The record's traceback: its ``exc_text`` when the redacting filter wrote it."""
+    if record.exc_text:
+        return record.exc_text
+    if record.exc_info is None:
+        return ""
+    return "".join(traceback.format_exception(*record.exc_info))
 
 
 def _time(record: logging.LogRecord) -> str:
@@ -72,7 +85,7 @@ class JsonFormatter(logging.Formatter):
         if error is not None:
             body.setdefault("error", error)
         if self.tracebacks and record.exc_info:
-            body["traceback"] = "".join(traceback.format_exception(*record.exc_info))
+            body["traceback"] = _traceback(record)
         return json.dumps(body, ensure_ascii=False, default=str)
 
 
@@ -94,7 +107,7 @@ class TextFormatter(logging.Formatter):
         for key, value in fields.items():
             line += f" {key}={_value(value)}"
         if self.tracebacks and record.exc_info:
-            line += "\n" + "".join(traceback.format_exception(*record.exc_info)).rstrip()
+            line += "\n" + _traceback(record).rstrip()
         return line
 
 
@@ -142,6 +155,7 @@ def configure_logging(
     )
     handler = logging.StreamHandler(sys.stderr if stream is None else stream)
     handler.setFormatter(formatter)
+    handler.addFilter(LOG_FILTER)
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     logging.basicConfig(
         handlers=[handler], level=logging.DEBUG if verbosity >= 2 else logging.WARNING, force=True

@@ -19,8 +19,10 @@ host puts the value there when the hop is bound to the secret (:meth:`SecretConf
 <toolcage.policies._secrets.SecretConfig.applies>`). A secret with ``header`` or ``query``
 is added on every bound hop without the model naming it. On the first hop an unbound
 placeholder is refused (:class:`SecretViolation`); on a redirect hop, the header holding it
-is dropped. A hop that would carry a secret's value anywhere it is not bound (a server
-echoing a query credential into a redirect's ``Location``, say) is refused too.
+is dropped. A hop whose URL, headers or body would carry a secret's value to a host it is
+not bound to (a server echoing a query credential into a redirect's ``Location``, say) is
+refused too, whatever form the value takes there: plain, percent-encoded, JSON-escaped or
+base64-encoded (see :mod:`._secret_forms`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._config import ConfigError
+from ._secret_forms import SecretValues
 from ._secrets import SecretConfig
 
 PLACEHOLDER = re.compile(r"\{\{\s*secret:\s*([^{}\s]*)\s*\}\}")
@@ -85,7 +88,9 @@ class SecretPolicy:
 
     def __init__(self, secrets: Iterable[Secret] = ()) -> None:
         self._secrets = {secret.name: secret for secret in secrets}
-        self._encoded = {name: secret.value.encode() for name, secret in self._secrets.items()}
+        self.values = SecretValues((s.name, s.value) for s in self._secrets.values())
+        """Every form of every value: what the check of a hop looks for, and what
+        redaction replaces."""
 
     @classmethod
     def load(
@@ -186,19 +191,17 @@ class SecretPolicy:
     def refuse_unbound_values(
         self, bound: frozenset[str], where: str, texts: Iterable[str], body: bytes
     ) -> None:
-        """Refuse a hop whose URL, headers (``texts``) or body holds the value of a secret
-        it is not bound to."""
-        unbound = [s for name, s in self._secrets.items() if name not in bound]
+        """Refuse a hop whose URL, header names and values (``texts``) or body holds, in
+        any form, the value of a secret it is not bound to."""
+        unbound = self.values.names - bound
         if not unbound:
             return
-        texts = tuple(texts)
-        for secret in unbound:
-            value = secret.value
-            if any(value in text for text in texts) or self._encoded[secret.name] in body:
-                raise SecretViolation(
-                    f"the request to {where} carries the value of secret {secret.name!r}, "
-                    "which is not bound to it"
-                )
+        name = self.values.carried(unbound, texts, body)
+        if name is not None:
+            raise SecretViolation(
+                f"the request to {where} carries the value of secret {name!r}, which is not "
+                "bound to it"
+            )
 
     def describe(self, *, placeholders: bool) -> str:
         """A note for a tool's description naming the secrets (never their values);

@@ -13,7 +13,7 @@ from __future__ import annotations
 from contextlib import AsyncExitStack
 
 from toolcage.host_bindings import Channel, RateLimiter, StateServices
-from toolcage.policies import MountPolicy, ToolcageConfig, ToolLimitsTable
+from toolcage.policies import MountPolicy, SecretPolicy, ToolcageConfig, ToolLimitsTable
 
 from ._output_store import OutputStore, ToolOutputRead
 from ._path_check import PathCheck
@@ -31,11 +31,13 @@ def load_builtins(
     *,
     channel: Channel | None = None,
     rate_limits: RateLimiter | None = None,
+    secrets: SecretPolicy | None = None,
 ) -> tuple[list[Tool], list[SecurityCheck], StateServices | None]:
     """Build the built-in tools, the security checks and the state services (``None``
     when ``[state]`` is disabled) for ``config``; the tools take their limits from
     ``tool_limits``, ``send_media`` sends through ``channel``, and the network tools count
-    response bytes against ``rate_limits``."""
+    response bytes against ``rate_limits`` and send the ``secrets`` (loaded from ``config``
+    when not given)."""
     mounts = MountPolicy.from_config(config)
     tools: list[Tool] = [ToolOutputRead(output_store, page_limit=config.limits.truncate_bytes)]
     checks: list[SecurityCheck] = []
@@ -52,6 +54,7 @@ def load_builtins(
         state=state,
         channel=channel,
         rate_limits=rate_limits,
+        secrets=secrets,
         taken=[tool.schema().name for tool in tools],
     )
     if config.mcp.servers:

@@ -20,6 +20,12 @@ refuses it with a :class:`~toolcage.policies.ConfigError` naming each problem's 
   the vault or other users' notes), and the environment variables the section names for
   secrets are set; with ``[state]`` disabled and ``[rate_limits]`` configured, no mount
   reaches the store's file (which holds the counters).
+- no ``[secrets.NAME] from_file`` lies inside anything a tool can read: a mount area (for
+  any principal, when its host names one), the shell's workspace (unless the shell is
+  disabled) or a directory shown to a sandboxed MCP server -- compared after resolving
+  symbolic links on both sides, so a link to the file or a mount through a link is caught
+  too. (Inside a mount, a guest's path is resolved the same way and a hard link is
+  refused, see :mod:`toolcage.policies._paths`.)
 
 Nothing is created here: directories an area may create are made on first use.
 """
@@ -42,6 +48,7 @@ def check_config(config: ToolcageConfig, tools: Collection[str]) -> None:
         *_mount_problems(config),
         *_shell_problems(config),
         *_state_problems(config),
+        *_secret_problems(config),
     ]
     if problems:
         raise ConfigError("; ".join(problems))
@@ -135,10 +142,46 @@ def _state_problems(config: ToolcageConfig) -> Iterator[str]:
             yield str(exc)
 
 
+def _readable_dirs(config: ToolcageConfig) -> Iterator[tuple[str, HostTemplate]]:
+    """Every host directory some tool can read, resolved, with the key that names it."""
+    configured = bool(config.mounts.areas)
+    for index, area in enumerate(config.mounts.effective_areas):
+        where = f"mounts.areas.{index}.host" if configured else f"the default mount {area.guest}"
+        yield where, HostTemplate.parse(area.host).absolute(config.base_dir)
+    if config.shell.mode is not ShellMode.DISABLED:
+        yield "shell.workspace", config.shell.workspace_template(config.base_dir)
+    for index, server in enumerate(config.mcp.servers):
+        if server.command is not None and server.sandbox:
+            for field in ("read_only", "read_write"):
+                for path in getattr(server, field):
+                    resolved = HostTemplate((config.base_dir / path).resolve())
+                    yield f"mcp.servers.{index}.{field}", resolved
+
+
+def _secret_problems(config: ToolcageConfig) -> Iterator[str]:
+    readable = list(_readable_dirs(config)) if config.secrets else []
+    for name, secret in config.secrets.items():
+        if secret.from_file is None:
+            continue
+        file = HostTemplate((config.base_dir / secret.from_file).resolve())
+        for where, host in readable:
+            if _inside(file, host):
+                yield (
+                    f"secrets.{name}.from_file: {file} is inside {host} ({where}); tools "
+                    "would read the secret"
+                )
+                break
+
+
+def _inside(file: HostTemplate, host: HostTemplate) -> bool:
+    """Whether ``file`` is, for some principal, ``host`` or beneath it."""
+    return len(file.parts) >= len(host.parts) and may_overlap(file, host)
+
+
 def _store_in_mounts(config: ToolcageConfig, mounts: list[HostTemplate]) -> Iterator[str]:
     path = config.state.embedded_path(config.base_dir)
     if path is not None:
         file = HostTemplate(path.resolve())
         for host in mounts:
-            if len(file.parts) >= len(host.parts) and may_overlap(file, host):
+            if _inside(file, host):
                 yield f"state.url: {file} is inside the mounted {host}; guests would read it"

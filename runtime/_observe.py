@@ -15,6 +15,11 @@ each egress verdict on its worker thread through ``CallState.decide``
 
 Observers must be cheap and must not raise: whatever they do runs inside the call. One
 that raises anyway is logged and ignored, since watching must never change the outcome.
+
+A trace carries the runtime's :class:`~toolcage.policies.Redactor`: whatever an observer
+sends out of the process (a record, a span) passes through it, and an observer an embedder
+made once and shares between runtimes still redacts each call with its own runtime's
+secrets and rules.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from toolcage.policies import Redactor
 
 from ._errors import ToolError
 from ._result import ToolResult
@@ -61,6 +68,7 @@ class CallTrace:
         "decisions",
         "ended",
         "observers",
+        "redactor",
         "result",
         "started",
         "started_at",
@@ -70,7 +78,11 @@ class CallTrace:
     )
 
     def __init__(
-        self, call: ToolCall, context: ToolExecutionContext, observers: tuple[CallObserver, ...]
+        self,
+        call: ToolCall,
+        context: ToolExecutionContext,
+        observers: tuple[CallObserver, ...],
+        redactor: Redactor,
     ) -> None:
         self.started_at = time.time()
         """Wall-clock time the call started (seconds since the epoch)."""
@@ -80,6 +92,8 @@ class CallTrace:
         self.call = call
         self.context = context
         self.observers = observers
+        self.redactor = redactor
+        """What anything an observer sends out of the process passes through."""
         self.arguments: Mapping[str, Any] | str = call.arguments
         """The arguments the call ran with: as the safety gate saw them (rewritten by
         before hooks, normalised, validated; the security checks may still make a path
@@ -215,13 +229,15 @@ def current_trace() -> CallTrace | None:
 class Observation:
     """The observers of a runtime; the pipeline asks it for a trace of each call."""
 
-    def __init__(self, observers: Iterable[CallObserver]) -> None:
+    def __init__(self, observers: Iterable[CallObserver], redactor: Redactor) -> None:
         self.observers: tuple[CallObserver, ...] = tuple(observers)
+        self.redactor = redactor
+        """The runtime's redactor, handed to the observers with each trace."""
 
     def begin(self, call: ToolCall, ctx: ToolExecutionContext) -> CallTrace:
         """A trace of ``call``, shown to the observers and current in this context until
         :meth:`CallTrace.end`."""
-        trace = CallTrace(call, ctx, self.observers)
+        trace = CallTrace(call, ctx, self.observers, self.redactor)
         trace.token = _current.set(trace)
         for observer in self.observers:
             try:

@@ -1,11 +1,11 @@
 """The call observers a runtime gets: its audit log and its telemetry, from config or the
-embedder's arguments."""
+embedder's arguments, both redacting with the runtime's one redactor."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from toolcage.policies import ToolcageConfig
+from toolcage.policies import Redactor, ToolcageConfig
 
 from ._audit import AuditHandler, AuditLog, audit_log
 from ._observe import CallObserver, Observation
@@ -16,13 +16,15 @@ if TYPE_CHECKING:
 
 def observation_for(
     config: ToolcageConfig,
+    redactor: Redactor,
     audit: AuditHandler | None = None,
     telemetry: ToolTelemetry | None = None,
 ) -> tuple[Observation | None, AuditLog | None]:
     """The observation of calls that ``config`` and the arguments ask for (``None``: calls
-    are not observed), and the audit log among its observers (which needs closing)."""
+    are not observed), and the audit log among its observers (which needs closing); what
+    they send out passes through ``redactor``."""
     observers: list[CallObserver] = []
-    log = audit_log(config, audit)
+    log = audit_log(config, redactor, audit)
     if log is not None:
         observers.append(log)
     wanted = config.telemetry
@@ -32,4 +34,4 @@ def observation_for(
         telemetry = ToolTelemetry(traces=wanted.traces, metrics=wanted.metrics)
     if telemetry is not None:
         observers.append(telemetry)
-    return (Observation(observers) if observers else None), log
+    return (Observation(observers, redactor) if observers else None), log

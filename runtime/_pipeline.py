@@ -21,11 +21,13 @@ In order, each step able to end the call with its own error envelope:
    if the tool ignores cancellation (a tool that stops its own work at the deadline reports
    it, see :mod:`._deadline`), with the seconds elapsed and the limit in its ``details``;
    any exception becomes ``execution_error``;
-9. **bound** -- images beyond the ``[images]`` limits become a text block saying so (see
-   :mod:`._images`); the tool's lines that could pass for the pipeline's own are escaped
-   and the display line is made visible text; every part of the result (text, details,
-   display, an error's message) beyond the byte limit is cut and kept in the output store
-   (see :mod:`._bounds`);
+9. **bound** -- an error's message and details pass through the runtime's
+   :class:`~toolcage.policies.Redactor` (an error leaves the process: to the model, the
+   embedder's logs, the audit log, a span); images beyond the ``[images]`` limits become a
+   text block saying so (see :mod:`._images`); the tool's lines that could pass for the
+   pipeline's own are escaped and the display line is made visible text; every part of the
+   result (text, details, display, an error's message) beyond the byte limit is cut and
+   kept in the output store (see :mod:`._bounds`);
 10. **after / persist hooks**, then the ``tool_execution_end`` event.
 
 Every call yields exactly one :class:`ToolResult`, with its duration, and emits one start and
@@ -39,6 +41,8 @@ anyio's rule that cancellation is never swallowed.
 from __future__ import annotations
 
 import asyncio
+import copy
+import dataclasses
 import functools
 import logging
 import secrets
@@ -47,7 +51,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import anyio
-from toolcage.policies import ImagesConfig, LimitsConfig, ToolLimitsTable
+from toolcage.policies import ImagesConfig, LimitsConfig, Redactor, ToolLimitsTable
 
 from ._approval import SafetyGate
 from ._arguments import (
@@ -118,6 +122,8 @@ class ToolPipeline:
         """The audit log and telemetry, when configured: each call is then traced."""
         self.rate_limits: RateLimitStep | None = None
         """The operator's rate limits, when configured: each call spends from them."""
+        self.redactor = Redactor()
+        """What every error message passes through (the runtime sets its own)."""
         self._specs: dict[str, ArgumentSpec] = {}
 
     async def execute(self, call: ToolCall, ctx: ToolExecutionContext) -> ToolResult:
@@ -221,6 +227,7 @@ class ToolPipeline:
                 raise ToolExecutionError(result.output_text or f"Tool {call.name} failed")
             if isinstance(result.error, ToolTimeoutError):
                 _timed(result.error, began, timeout)
+            result = self._redact_error(result)
         content = result.content
         if len(content) != 1 or type(content[0]) is not TextContent:
             result = limit_images(result, self.images)
@@ -229,8 +236,31 @@ class ToolPipeline:
     def _failure(self, call: ToolCall, error: ToolError, ctx: ToolExecutionContext) -> ToolResult:
         """The result of a failed call: its error bounded and holding no frames."""
         limit = self.tool_limits.truncate_bytes(call.name)
-        bounded = bound_error(detach(error), limit, self.output_store, ctx)
+        redacted = self._redacted(detach(error))
+        bounded = bound_error(redacted, limit, self.output_store, ctx)
         return ToolResult.failure(call.name, bounded)
+
+    def _redact_error(self, result: ToolResult) -> ToolResult:
+        """A tool's own failed result with its error redacted (its content too, when it is
+        the error's message, as :meth:`ToolResult.failure` makes it)."""
+        error = result.error
+        redacted = None if error is None else self._redacted(error)
+        if error is None or redacted is None or redacted is error:
+            return result
+        content = result.content
+        if len(content) == 1 and content[0] == TextContent(error.message):
+            content = (TextContent(redacted.message),)
+        return dataclasses.replace(result, content=content, error=redacted)
+
+    def _redacted(self, error: ToolError) -> ToolError:
+        """``error``, or a copy with its message and details redacted."""
+        message = self.redactor.text(error.message)
+        details = error.details if not error.details else self.redactor.value(error.details)
+        if message == error.message and details == error.details:
+            return error
+        redacted = copy.copy(error)
+        redacted.message, redacted.args, redacted.details = message, (message,), details
+        return redacted
 
     async def _finish(
         self,
@@ -262,7 +292,7 @@ class ToolPipeline:
                 extra={"event": "tool.hook_failed", "tool": call.name, "call_id": call.id},
             )
             failure = ToolExecutionError(f"a result hook failed: {_describe_crash(exc)}")
-            return ToolResult.failure(call.name, failure, result.duration)
+            return ToolResult.failure(call.name, self._redacted(failure), result.duration)
 
     def prepared(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         """Decoded ``args`` of tool ``name`` normalised and validated: what the safety gate

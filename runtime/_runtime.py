@@ -15,7 +15,15 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from toolcage.host_bindings import Channel, RateLimiter, StateServices
-from toolcage.policies import ConfigError, ToolcageConfig, ToolLimitsTable, load_config
+from toolcage.policies import (
+    ConfigError,
+    Redactor,
+    SecretPolicy,
+    ToolcageConfig,
+    ToolLimitsTable,
+    load_config,
+)
+from toolcage.policies._log_redaction import redact_logs
 
 from ._approval import ApprovalPolicy, SafetyGate
 from ._audit import AuditHandler
@@ -45,6 +53,9 @@ class Runtime:
     constructor is for embedders who assemble everything themselves. A runtime owns
     resources (the wasmtime engine, the shell sidecar): close it with ``await aclose()`` or
     ``async with``.
+
+    Everything the runtime sends out of the process -- audit records, spans, the records of
+    the ``toolcage`` loggers, error messages -- passes through its one :attr:`redactor`.
     """
 
     def __init__(
@@ -62,8 +73,14 @@ class Runtime:
         audit: AuditHandler | None = None,
         telemetry: ToolTelemetry | None = None,
         rate_limits: RateLimiter | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.config = ToolcageConfig() if config is None else config
+        self.redactor = Redactor.from_config(self.config.audit) if redactor is None else redactor
+        """The ``[audit]`` redaction rules and (from :meth:`from_config`) the values of the
+        configured secrets: what every record, span, log record and error message that
+        leaves the process passes through."""
+        redact_logs(self.redactor)
         self.state = state
         """The state store the memory tools use and the agent loop records turns in
         (``None``: no store)."""
@@ -93,7 +110,10 @@ class Runtime:
             ),
             images=self.config.images,
         )
-        self.pipeline.observation, self._audit = observation_for(self.config, audit, telemetry)
+        self.pipeline.redactor = self.redactor
+        self.pipeline.observation, self._audit = observation_for(
+            self.config, self.redactor, audit, telemetry
+        )
         self.rate_limits = rate_limits or rate_limiter(self.config, self._stack)
         """The ``[rate_limits]`` and their counters (``None``: no limits); its ``clock``
         can be replaced."""
@@ -125,12 +145,23 @@ class Runtime:
         this runtime (see :mod:`._config_check`).
         """
         config = path if isinstance(path, ToolcageConfig) else load_config(path)
+        source = "config" if path is None or isinstance(path, ToolcageConfig) else path
         stack = AsyncExitStack()
         store = OutputStore.from_config(config.output_store)
         tool_limits = ToolLimitsTable.from_config(config)
         limiter = rate_limiter(config, stack)
+        try:
+            secrets = SecretPolicy.load(config.secrets, config.base_dir)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
         builtin_tools, checks, state = load_builtins(
-            config, store, stack, tool_limits, channel=channel, rate_limits=limiter
+            config,
+            store,
+            stack,
+            tool_limits,
+            channel=channel,
+            rate_limits=limiter,
+            secrets=secrets,
         )
         delegate = None
         if models is not None and config.agents:
@@ -143,7 +174,6 @@ class Runtime:
             check_config(config, {tool.schema().name for tool in all_tools})
             check_byte_quotas(config, all_tools)
         except ConfigError as exc:
-            source = "config" if path is None or isinstance(path, ToolcageConfig) else path
             raise ConfigError(f"{source}: {exc}") from None
         runtime = cls(
             config,
@@ -157,6 +187,7 @@ class Runtime:
             audit=audit,
             telemetry=telemetry,
             rate_limits=limiter,
+            redactor=Redactor.from_config(config.audit, secrets.values),
         )
         for agent_id, agent in config.agents.items():
             runtime.registry.enable_only(agent_id, agent.tools)

@@ -11,7 +11,10 @@ began (``approval``, ``policy_checks``, ``execute``); the agent (``gen_ai.agent.
 policy decisions are attributes set when the call ends: ``toolcage.{policy}.allowed`` and
 ``toolcage.{policy}.reason`` for each policy that decided (``approval``, ``path``,
 ``shell``, ``egress``, ``rate_limit``; a later verdict of the same policy, such as a
-redirect's, wins).
+redirect's, wins). A reason may quote the arguments (a refused shell command, say): it is
+redacted by the runtime's :class:`~toolcage.policies.Redactor` before it is cut to 256
+characters. The status's description is the error message (every one redacted by the
+pipeline), cut.
 
 Metrics: the counter ``toolcage.tool.calls`` and the histogram ``toolcage.tool.duration``
 (seconds), each with ``gen_ai.tool.name`` (``unknown`` for a name no tool has, which keeps
@@ -122,6 +125,7 @@ class ToolTelemetry(CallObserver):
             if span.is_recording():  # a span sampled out is not worth describing
                 _describe(span, trace_, started_ns, error_type)
                 if error is not None:
+                    # the pipeline redacted every error message already
                     span.set_status(Status(StatusCode.ERROR, error.message[:256]))
             span.end(end_time=started_ns + int(trace_.duration * 1e9))
         finally:
@@ -158,9 +162,10 @@ def _describe(span: Span, trace_: CallTrace, started_ns: int, error_type: str | 
     }
     if trace_.tier is not None:
         attributes["toolcage.tool.tier"] = trace_.tier.value
+    redactor = trace_.redactor
     for decision in list(trace_.decisions):
         attributes[f"toolcage.{decision.policy}.allowed"] = decision.allowed
-        attributes[f"toolcage.{decision.policy}.reason"] = decision.reason[:256]
+        attributes[f"toolcage.{decision.policy}.reason"] = redactor.text(decision.reason)[:256]
     if error_type is not None:
         attributes["error.type"] = error_type
     span.set_attributes(attributes)

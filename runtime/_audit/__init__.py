@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from toolcage.policies import ToolcageConfig
+from toolcage.policies import Redactor, ToolcageConfig
 
 from ._log import AuditLog
-from ._redact import Redactor
 from ._sinks import AuditHandler, AuditSink, FileSink, HandlerSink
 
 __all__ = [
@@ -14,14 +13,16 @@ __all__ = [
     "AuditSink",
     "FileSink",
     "HandlerSink",
-    "Redactor",
     "audit_log",
 ]
 
 
-def audit_log(config: ToolcageConfig, handler: AuditHandler | None = None) -> AuditLog | None:
+def audit_log(
+    config: ToolcageConfig, redactor: Redactor, handler: AuditHandler | None = None
+) -> AuditLog | None:
     """The audit log ``config`` asks for, writing to ``handler`` when one is given
-    (``None``: no ``[audit] path`` and no handler)."""
+    (``None``: no ``[audit] path`` and no handler), its records redacted by ``redactor``
+    (the runtime's)."""
     section = config.audit
     path = section.file(config.base_dir)
     sink: AuditSink
@@ -31,9 +32,10 @@ def audit_log(config: ToolcageConfig, handler: AuditHandler | None = None) -> Au
         sink = FileSink(path, rotate_bytes=section.rotate_bytes, keep=section.keep)
     else:
         return None
-    redactor = Redactor(
-        section.redact_keys, section.redact_patterns, max_value_chars=section.max_value_chars
-    )
     return AuditLog(
-        sink, redactor, max_pending=section.max_pending, retry_seconds=section.retry_seconds
+        sink,
+        redactor,
+        max_value_chars=section.max_value_chars,
+        max_pending=section.max_pending,
+        retry_seconds=section.retry_seconds,
     )

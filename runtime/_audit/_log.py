@@ -26,10 +26,10 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
+from toolcage.policies import Redactor
 
 from .._observe import CallObserver, CallTrace, PolicyDecision
 from ._records import approval_record, call_record, dropped_record
-from ._redact import Redactor
 from ._sinks import AuditSink, PartialWrite
 
 logger = logging.getLogger("toolcage.audit")
@@ -62,6 +62,7 @@ class AuditLog(CallObserver):
         sink: AuditSink,
         redactor: Redactor,
         *,
+        max_value_chars: int = 2048,
         max_pending: int = 10_000,
         retry_seconds: float = 1.0,
         close_timeout: float = CLOSE_TIMEOUT,
@@ -71,6 +72,9 @@ class AuditLog(CallObserver):
     ) -> None:
         self.sink = sink
         self.redactor = redactor
+        """The runtime's redactor, which every record passes through."""
+        self.max_value_chars = max_value_chars
+        """A string longer than this is cut in a record (after redaction)."""
         self.max_pending = max_pending
         self.retry_seconds = retry_seconds
         self.close_timeout = close_timeout
@@ -196,9 +200,11 @@ class AuditLog(CallObserver):
             trace, decision, at = self._queue.popleft()
             try:
                 if decision is None:
-                    record = call_record(trace, self.redactor)
+                    record = call_record(trace, self.redactor, self.max_value_chars)
                 else:
-                    record = approval_record(trace, decision, at, self.redactor)
+                    record = approval_record(
+                        trace, decision, at, self.redactor, self.max_value_chars
+                    )
             except Exception:
                 logger.exception(
                     "audit log: cannot build the record of %s",

@@ -17,8 +17,10 @@ Every record has ``type`` and ``time`` (UTC, ISO 8601 with microseconds)::
 
 ``arguments_sha256`` is the SHA-256 of the full arguments in canonical JSON (sorted keys,
 no spaces; of the text itself when they were not a JSON object), so a record can be
-matched with the arguments of a call without showing them. Records are built on the
-writer's thread, never in the call.
+matched with the arguments of a call without showing them. The arguments and every
+reason pass through the runtime's :class:`~toolcage.policies.Redactor` (strings longer than
+``[audit] max_value_chars`` cut after it). Records are built on the writer's thread, never
+in the call.
 """
 
 from __future__ import annotations
@@ -30,10 +32,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from toolcage.policies import Redactor
+
 from .._approval import canonical_hash
 from .._observe import CallTrace, PolicyDecision
 from .._result import ImageContent, TextContent, ToolResult
-from ._redact import Redactor
 
 
 def iso_time(seconds: float) -> str:
@@ -69,8 +72,8 @@ def _who(trace: CallTrace) -> dict[str, Any]:
     }
 
 
-def call_record(trace: CallTrace, redactor: Redactor) -> dict[str, Any]:
-    """The record of a finished call."""
+def call_record(trace: CallTrace, redactor: Redactor, max_chars: int) -> dict[str, Any]:
+    """The record of a finished call (strings cut at ``max_chars``)."""
     result = trace.result
     arguments = trace.arguments
     error = None if result is None else result.error
@@ -78,9 +81,13 @@ def call_record(trace: CallTrace, redactor: Redactor) -> dict[str, Any]:
         "type": "call",
         "time": iso_time(trace.started_at),
         **_who(trace),
-        "arguments": redactor.redact(arguments if isinstance(arguments, str) else dict(arguments)),
+        "arguments": redactor.value(
+            arguments if isinstance(arguments, str) else dict(arguments), max_chars
+        ),
         "arguments_sha256": arguments_hash(arguments),
-        "decisions": [_decision(decision, redactor) for decision in list(trace.decisions)],
+        "decisions": [
+            _decision(decision, redactor, max_chars) for decision in list(trace.decisions)
+        ],
         "status": "error" if result is None or result.is_error else "success",
         "error_type": None if error is None else error.kind.value,
         "result_bytes": 0 if result is None else result_size(result),
@@ -89,7 +96,11 @@ def call_record(trace: CallTrace, redactor: Redactor) -> dict[str, Any]:
 
 
 def approval_record(
-    trace: CallTrace, decision: PolicyDecision, decided_at: float, redactor: Redactor
+    trace: CallTrace,
+    decision: PolicyDecision,
+    decided_at: float,
+    redactor: Redactor,
+    max_chars: int,
 ) -> dict[str, Any]:
     """The record of one approval decision."""
     return {
@@ -97,17 +108,17 @@ def approval_record(
         "time": iso_time(decided_at),
         **_who(trace),
         "allowed": decision.allowed,
-        "reason": redactor.redact(decision.reason),
+        "reason": redactor.text(decision.reason, max_chars),
         "arguments_sha256": arguments_hash(trace.arguments),
     }
 
 
-def _decision(decision: PolicyDecision, redactor: Redactor) -> dict[str, Any]:
+def _decision(decision: PolicyDecision, redactor: Redactor, max_chars: int) -> dict[str, Any]:
     """A decision as recorded; its reason may quote the arguments, so it is redacted too."""
     return {
         "policy": decision.policy,
         "allowed": decision.allowed,
-        "reason": redactor.redact(decision.reason),
+        "reason": redactor.text(decision.reason, max_chars),
     }
 
 

@@ -29,7 +29,14 @@ from toolcage.host_bindings import (
     StateServices,
 )
 from toolcage.host_bindings._schedules import ScheduleBooks
-from toolcage.policies import ConfigError, MountPolicy, ToolcageConfig, ToolLimits, ToolLimitsTable
+from toolcage.policies import (
+    ConfigError,
+    MountPolicy,
+    SecretPolicy,
+    ToolcageConfig,
+    ToolLimits,
+    ToolLimitsTable,
+)
 
 from .._threads import run_in_worker
 from .._tool import FunctionDecl, Tool
@@ -67,13 +74,14 @@ def wasm_builtins(
     state: StateServices | None = None,
     channel: Channel | None = None,
     rate_limits: RateLimiter | None = None,
+    secrets: SecretPolicy | None = None,
     taken: Iterable[str] = (),
 ) -> list[Tool]:
     """One :class:`WasmTool` per declared guest tool, under ``mounts`` and ``tool_limits``;
     the engine is closed with ``stack`` (its running guests stopped, its reservation
     released). The state tools use ``state`` (made by :func:`state_services` when not
     given); ``send_media`` sends through ``channel``; ``http`` and ``search`` count response
-    bytes against ``rate_limits``. The operator's own guests
+    bytes against ``rate_limits``, and ``http`` sends the ``secrets``. The operator's own guests
     (``[guest_tools]``, see :mod:`._operator_tools`) join them, checked now; their names
     may be neither a guest built-in's nor one in ``taken`` (the other built-ins)."""
     specs = discover_specs()
@@ -98,6 +106,7 @@ def wasm_builtins(
         state=state,
         schedules=schedules,
         rate_limits=rate_limits,
+        secrets=secrets,
     )
     own = operator_tools(config, taken=[*builtin_names, *taken], bindings=bindings.names)
     limits = {

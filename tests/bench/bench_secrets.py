@@ -17,7 +17,6 @@ from typing import Any
 
 import anyio
 from toolcage.host_bindings import EgressClient
-from toolcage.host_bindings._http_redact import Redactor
 from toolcage.policies import EgressPolicy, SecretPolicy
 from toolcage.policies._config import parse_config
 from toolcage.runtime import Runtime
@@ -68,7 +67,7 @@ def _parts(port: int, base: Path) -> list[str]:
     """The secret's own work, without the network's noise around it."""
     config = parse_config(_raw(port, True), base_dir=base)
     secrets = SecretPolicy.load(config.secrets, base)
-    redactor = Redactor(secrets.secrets)
+    redactor = secrets.values
     headers = {"accept": "*/*", "user-agent": "bench"}
 
     def hop() -> None:

@@ -10,7 +10,6 @@ from typing import Any
 from urllib.parse import quote_plus
 
 import pytest
-from toolcage.host_bindings._http_redact import Redactor
 from toolcage.policies import (
     ConfigError,
     HopCredentials,
@@ -142,7 +141,7 @@ class TestRedactionForms:
             {"api": _config()}, Path("."), {"TOKEN": VALUE.replace(" ", "-")}
         )
         value = VALUE.replace(" ", "-")
-        redactor = Redactor(policy.secrets)
+        redactor = policy.values
         forms = [
             value,
             quote_plus(value, safe=""),

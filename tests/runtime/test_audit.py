@@ -312,7 +312,8 @@ class TestRedaction:
                 refused = await runtime.execute(
                     "shell_exec", {"command": f"echo $(printf {SECRETS[1]})"}
                 )
-                assert SECRETS[1] in refused.output_text  # the refusal quotes the command
+                # the refusal quotes the command; its envelope is redacted as the record is
+                assert "Shell policy refused '$(printf [REDACTED])'" in refused.output_text
         raw = (tmp_path / "audit.jsonl").read_text(encoding="utf-8")
         for secret in (*SECRETS, "tenant-123456", "t9"):
             assert secret not in raw
