@@ -38,6 +38,7 @@ from pathlib import Path
 
 from toolcage.policies import McpServerConfig
 
+from ._access import allows, unsearchable_parent
 from ._errors import UsageError
 
 _logger = logging.getLogger("toolcage.mcp")
@@ -130,28 +131,15 @@ def unreachable(server: McpServerConfig, base_dir: Path, uid: int) -> str | None
                 bits = stat.S_IROTH | (stat.S_IXOTH if os.path.isdir(word) else 0)
                 needs.append((Path(word).resolve(), bits, "read"))
     for path, bits, verb in needs:
-        for directory in reversed(path.parents):
-            if not _allows(directory, uid, stat.S_IXOTH):
-                mode = stat.S_IMODE(directory.stat().st_mode)
-                return (
-                    f"uid {uid} (sandbox_uid, since the runtime runs as root) cannot reach "
-                    f"{path}: {directory} is not searchable for it (mode {mode:04o}); make it "
-                    "searchable, move the server where that uid can read it, or choose "
-                    "another sandbox_uid"
-                )
-        if not _allows(path, uid, bits):
+        directory = unsearchable_parent(path, uid, uid)
+        if directory is not None:
+            mode = stat.S_IMODE(directory.stat().st_mode)
+            return (
+                f"uid {uid} (sandbox_uid, since the runtime runs as root) cannot reach "
+                f"{path}: {directory} is not searchable for it (mode {mode:04o}); make it "
+                "searchable, move the server where that uid can read it, or choose "
+                "another sandbox_uid"
+            )
+        if not allows(path, uid, uid, bits):
             return f"uid {uid} (sandbox_uid, since the runtime runs as root) cannot {verb} {path}"
     return None
-
-
-def _allows(path: Path, uid: int, bits: int) -> bool:
-    """Whether ``uid`` (with ``uid`` as its only group) has ``bits``, given as the "other"
-    bits, on ``path``."""
-    info = path.stat()
-    if info.st_uid == uid:
-        granted = info.st_mode >> 6
-    elif info.st_gid == uid:
-        granted = info.st_mode >> 3
-    else:
-        granted = info.st_mode
-    return granted & bits == bits

@@ -33,13 +33,13 @@ import stat
 import subprocess
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal, TextIO
 
 import anyio
 from toolcage.host_bindings import StateServices, StoreError
 from toolcage.policies import ConfigError, EgressPolicy, HostTemplate, ShellMode
 
+from ._access import allows, unsearchable_parent
 from ._errors import ToolError, UsageError
 from ._runtime import Runtime
 from ._shell_tool import ShellExecTool, call_sidecar
@@ -203,16 +203,16 @@ def _workspace(runtime: Runtime, template: HostTemplate) -> CheckResult:
             f"each principal's workspace ({template}) is made on its first command, for uid {uid}",
         )
     gid = uid if sandboxed_root else os.getegid()  # the sidecar starts bwrap as uid:uid
-    for directory in (*reversed(workspace.parents), workspace):
-        if not _allows(directory, uid, gid, stat.S_IXOTH):
-            return CheckResult(
-                "workspace",
-                "FAIL",
-                f"commands run as uid {uid} cannot reach {workspace}: {directory} is not "
-                "searchable for them",
-                f"chmod o+x {directory} (or choose another workspace or shell.sandbox_uid)",
-            )
-    if not _allows(workspace, uid, gid, stat.S_IWOTH | stat.S_IXOTH):
+    directory = unsearchable_parent(workspace, uid, gid, itself=True)
+    if directory is not None:
+        return CheckResult(
+            "workspace",
+            "FAIL",
+            f"commands run as uid {uid} cannot reach {workspace}: {directory} is not "
+            "searchable for them",
+            f"chmod o+x {directory} (or choose another workspace or shell.sandbox_uid)",
+        )
+    if not allows(workspace, uid, gid, stat.S_IWOTH | stat.S_IXOTH):
         return CheckResult(
             "workspace",
             "FAIL",
@@ -220,20 +220,6 @@ def _workspace(runtime: Runtime, template: HostTemplate) -> CheckResult:
             f"chown -R {uid} {workspace} (or choose another shell.sandbox_uid)",
         )
     return CheckResult("workspace", "ok", f"commands run as uid {uid} can write to {workspace}")
-
-
-def _allows(path: Path, uid: int, gid: int, bits: int) -> bool:
-    """Whether ``uid``/``gid`` has ``bits`` (given as the "other" bits) on ``path``."""
-    if uid == 0:
-        return True
-    info = path.stat()
-    if info.st_uid == uid:
-        granted = info.st_mode >> 6
-    elif info.st_gid == gid:
-        granted = info.st_mode >> 3
-    else:
-        granted = info.st_mode
-    return granted & bits == bits
 
 
 def _egress(runtime: Runtime) -> CheckResult:
