@@ -81,27 +81,6 @@ class CallState:
     """Report a policy's verdict (policy, allowed, reason) to whatever observes the call
     (the audit log, telemetry); ``None`` when nothing does."""
 
-    @property
-    def user_id(self) -> str:
-        """The principal's user."""
-        return self.principal.user_id
-
-    @property
-    def session_id(self) -> str:
-        """The principal's session."""
-        return self.principal.session_id
-
-    @property
-    def agent_id(self) -> str:
-        """The principal's agent profile."""
-        return self.principal.agent_id
-
-    @property
-    def channel_id(self) -> str | None:
-        """Where the session's messages go (a branch's: its parent's channel): the
-        ``channel`` binding's media and texts, and the channel a schedule notifies."""
-        return self.principal.send_channel_id
-
     def release(self) -> None:
         """Close what host functions opened for the call; only once its guest has ended."""
         self.resources.close()

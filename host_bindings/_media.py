@@ -84,7 +84,7 @@ class MediaBinding:
             else:
                 item = Attachment(name[:MAX_NAME_CHARS], media_type, read_bytes(caller, ptr, n, n))
                 self._put(state, item)
-                answer = ok(text=json.dumps(described(item, state.channel_id)))
+                answer = ok(text=json.dumps(described(item, state.principal.send_channel_id)))
             return pending.put(state, answer)
 
         def message(caller: wasmtime.Caller, ptr: int, n: int) -> int:
@@ -102,7 +102,11 @@ class MediaBinding:
                 )
             else:
                 self._put(state, text)
-                sent = {"sent": "message", "chars": len(text), "channel_id": state.channel_id}
+                sent = {
+                    "sent": "message",
+                    "chars": len(text),
+                    "channel_id": state.principal.send_channel_id,
+                }
                 answer = ok(text=json.dumps(sent))
             return pending.put(state, answer)
 

@@ -116,7 +116,7 @@ class MemoryBinding:
         """Delete a note of the call's user."""
         note_id = note_id_of(request.get("note_id"))
         if not looks_like_note_id(note_id) or not self._services.store.delete_note(
-            state.user_id, note_id
+            state.principal.user_id, note_id
         ):
             raise _unknown(note_id)
         return _text({"note_id": note_id, "deleted": True, "message": f"deleted note {note_id}"})
@@ -138,7 +138,7 @@ class MemoryBinding:
         config = self._services.config
         store = self._services.store
         hits = store.search_notes(
-            state.user_id,
+            state.principal.user_id,
             query,
             vector,
             top_k=top_k,
@@ -163,7 +163,7 @@ class MemoryBinding:
             if embedder is not None and config.vector_weight > 0:
                 self._embed_new_events(state, embedder)
             events = store.search_conversation(
-                state.user_id,
+                state.principal.user_id,
                 query,
                 vector,
                 top_k=top_k,
@@ -183,12 +183,12 @@ class MemoryBinding:
         recorded as text only, so the loop never waits on the embedder."""
         store = self._services.store
         pending = store.events_to_embed(
-            state.user_id, embedder.model, embedder.dimensions, EVENTS_EMBEDDED_PER_SEARCH
+            state.principal.user_id, embedder.model, embedder.dimensions, EVENTS_EMBEDDED_PER_SEARCH
         )
         if pending:
             vectors = embedder.embed([text for _, text in pending], state.deadline)
             store.save_event_vectors(
-                state.user_id,
+                state.principal.user_id,
                 embedder.model,
                 [
                     (event_id, vector)

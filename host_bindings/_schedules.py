@@ -106,7 +106,7 @@ class SchedulerBinding:
     def search(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         """A page of the call's user's schedules."""
         page = self._book().search(
-            state.user_id,
+            state.principal.user_id,
             name=request.get("name"),
             status=request.get("status"),
             cadence_type=request.get("cadence_type"),
@@ -131,13 +131,13 @@ class SchedulerBinding:
     def runs(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         """The latest runs of a schedule of the call's user, metadata only."""
         schedule_id = request.get("schedule_id")
-        found = self._book().runs(state.user_id, schedule_id, request.get("limit", 5))
+        found = self._book().runs(state.principal.user_id, schedule_id, request.get("limit", 5))
         return {"schedule_id": schedule_id, "runs": [run.to_json() for run in found]}
 
     def run_output(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         """A chunk of the full output of a run of the call's user."""
         chunk = self._book().run_output(
-            state.user_id,
+            state.principal.user_id,
             request.get("run_id"),
             request.get("offset", 0),
             request.get("max_chars", 4000),

@@ -51,11 +51,11 @@ class ScratchpadBinding:
     def read(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         """The session's pad (no items and no ``updated_at`` when it has none)."""
         del request
-        pad = self._services.store.read_pad(state.user_id, state.session_id)
+        pad = self._services.store.read_pad(state.principal.user_id, state.principal.session_id)
         items = [] if pad is None else list(pad.items)
         return _text(
             {
-                "session_id": state.session_id,
+                "session_id": state.principal.session_id,
                 "items": items,
                 "updated_at": None if pad is None else pad.updated_at,
                 "item_count": len(items),
@@ -78,7 +78,9 @@ class ScratchpadBinding:
     def clear(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         """Empty the session's pad."""
         del request
-        cleared = self._services.store.clear_pad(state.user_id, state.session_id)
+        cleared = self._services.store.clear_pad(
+            state.principal.user_id, state.principal.session_id
+        )
         message = "the scratchpad was cleared" if cleared else "the scratchpad was already empty"
         return _text({"cleared": cleared, "message": message})
 

@@ -89,11 +89,12 @@ class VaultBinding:
             raise VaultRefusal(
                 "execution_error", "no vault is configured; set [state.vault] dir in the config"
             )
-        patterns = self._services.vault.grants.get(state.agent_id, ())
+        patterns = self._services.vault.grants.get(state.principal.agent_id, ())
         if not any(fnmatch.fnmatchcase(item, p) for p in patterns):
             raise VaultRefusal(
                 "permission_denied",
-                f"agent {state.agent_id!r} may not copy vault item {item!r} ([state.vault] grants)",
+                f"agent {state.principal.agent_id!r} may not copy vault item {item!r} "
+                "([state.vault] grants)",
             )
         mount, parts = _destination(path, state.mounts)
         data = _read_item(vault, item, self._services.vault.max_bytes)
