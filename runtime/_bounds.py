@@ -33,7 +33,6 @@ result that the host keeps.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import math
@@ -141,13 +140,11 @@ def bound_error(
 
 def _bound_error(error: ToolError, limit: int, keep: _Keep) -> ToolError:
     quick = limit // 4
-    bounded = copy.copy(error)
-    bounded.message = _bound_text(error.message, limit, keep)
-    bounded.args = (bounded.message,)
+    message = _bound_text(error.message, limit, keep)
     if error.field is not None and not _fits(error.field, quick):
         field = _encodable(error.field).encode("utf-8")
-        bounded.field = cut_utf8(field, limit).decode("utf-8")
-    return bounded
+        return error.rewritten(message, field=cut_utf8(field, limit).decode("utf-8"))
+    return error.rewritten(message)
 
 
 def _neutral_content(content: tuple[ContentBlock, ...]) -> tuple[ContentBlock, ...]:
@@ -165,12 +162,7 @@ def _neutral_content(content: tuple[ContentBlock, ...]) -> tuple[ContentBlock, .
 def _neutral_error(error: ToolError) -> ToolError:
     """``error``, or a copy whose message is neutral (:func:`~._markers.neutralise`)."""
     message = neutralise(error.message)
-    if message is error.message:
-        return error
-    neutral = copy.copy(error)
-    neutral.message = message
-    neutral.args = (message,)
-    return neutral
+    return error if message is error.message else error.rewritten(message)
 
 
 def _encodes(text: str) -> bool:

@@ -19,8 +19,9 @@ an envelope because it is the embedder's bug, not the model's.
 
 from __future__ import annotations
 
+import copy
 import enum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 
 class ErrorKind(enum.StrEnum):
@@ -57,6 +58,16 @@ class ToolError(Exception):
         self.details = details
         """Small JSON-serialisable facts a caller can act on (``retry_after``, the tier
         required, the seconds elapsed, ...); the envelope carries them as ``details``."""
+
+    def rewritten(self, message: str, **changes: Any) -> Self:
+        """A copy of this error (same class, traceback and attributes) saying ``message``,
+        with the attributes ``changes`` names (``field``, ``details``) replaced."""
+        copied = copy.copy(self)
+        copied.message = message
+        copied.args = (message,)
+        for name, value in changes.items():
+            setattr(copied, name, value)
+        return copied
 
     def envelope(self, tool: str) -> dict[str, Any]:
         """The JSON error envelope for this failure of ``tool``."""

@@ -41,7 +41,6 @@ anyio's rule that cancellation is never swallowed.
 from __future__ import annotations
 
 import asyncio
-import copy
 import dataclasses
 import functools
 import logging
@@ -258,9 +257,7 @@ class ToolPipeline:
         details = error.details if not error.details else self.redactor.value(error.details)
         if message == error.message and details == error.details:
             return error
-        redacted = copy.copy(error)
-        redacted.message, redacted.args, redacted.details = message, (message,), details
-        return redacted
+        return error.rewritten(message, details=details)
 
     async def _finish(
         self,

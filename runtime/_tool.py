@@ -152,17 +152,8 @@ class ToolExecutionContext:
             principal = dataclasses.replace(principal, **parts)
         elif not isinstance(principal, Principal):
             raise TypeError(f"principal must be a Principal, got {type(principal).__name__}")
-        setattr_ = object.__setattr__
-        setattr_(self, "principal", principal)
-        setattr_(self, "thread_id", thread_id)
-        setattr_(self, "attachments", tuple(attachments))
-        setattr_(self, "progress", progress)
-        setattr_(self, "call_id", call_id)
-        setattr_(
-            self,
-            "metadata",
-            _NO_METADATA if not metadata else MappingProxyType(dict(metadata)),
-        )
+        shown = _NO_METADATA if not metadata else MappingProxyType(dict(metadata))
+        _fill(self, principal, thread_id, tuple(attachments), progress, call_id, shown)
 
     @property
     def user_id(self) -> str:
@@ -240,6 +231,20 @@ def _context(
 ) -> ToolExecutionContext:
     """A context from checked parts, without the constructor's checks."""
     ctx = object.__new__(ToolExecutionContext)
+    _fill(ctx, principal, thread_id, attachments, progress, call_id, metadata)
+    return ctx
+
+
+def _fill(
+    ctx: ToolExecutionContext,
+    principal: Principal,
+    thread_id: str | None,
+    attachments: tuple[Attachment, ...],
+    progress: ProgressCallback,
+    call_id: str,
+    metadata: Mapping[str, str],
+) -> None:
+    """Set the fields of a frozen context being made."""
     setattr_ = object.__setattr__
     setattr_(ctx, "principal", principal)
     setattr_(ctx, "thread_id", thread_id)
@@ -247,7 +252,6 @@ def _context(
     setattr_(ctx, "progress", progress)
     setattr_(ctx, "call_id", call_id)
     setattr_(ctx, "metadata", metadata)
-    return ctx
 
 
 @dataclass(frozen=True, slots=True)
