@@ -35,7 +35,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Collection, Iterator
 
-from toolcage.policies import ConfigError, HostTemplate, ShellMode, ToolcageConfig
+from toolcage.policies import ConfigError, HostTemplate, MountArea, ShellMode, ToolcageConfig
 from toolcage.policies._host_template import may_overlap
 from toolcage.policies._mounts import overlap_message
 from toolcage.policies._rate_limits import CLASSES as RATE_LIMIT_CLASSES
@@ -43,12 +43,13 @@ from toolcage.policies._rate_limits import CLASSES as RATE_LIMIT_CLASSES
 
 def check_config(config: ToolcageConfig, tools: Collection[str]) -> None:
     """Raise :class:`ConfigError` listing every problem (see the module docstring)."""
+    mounts = _mounts(config)
     problems = [
         *_unknown_tools(config, tools),
-        *_mount_problems(config),
-        *_shell_problems(config),
-        *_state_problems(config),
-        *_secret_problems(config),
+        *_mount_problems(mounts),
+        *_shell_problems(config, mounts),
+        *_state_problems(config, mounts),
+        *_secret_problems(config, mounts),
     ]
     if problems:
         raise ConfigError("; ".join(problems))
@@ -76,12 +77,25 @@ def _suggestion(name: str, tools: Collection[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _mount_problems(config: ToolcageConfig) -> Iterator[str]:
+Mount = tuple[str, MountArea, HostTemplate]
+"""A mount area: the key that names its host, the area, and its host resolved."""
+
+
+def _mounts(config: ToolcageConfig) -> list[Mount]:
     configured = bool(config.mounts.areas)
+    return [
+        (
+            f"mounts.areas.{index}.host" if configured else f"the default mount {area.guest}",
+            area,
+            HostTemplate.parse(area.host).absolute(config.base_dir),
+        )
+        for index, area in enumerate(config.mounts.effective_areas)
+    ]
+
+
+def _mount_problems(mounts: list[Mount]) -> Iterator[str]:
     seen: list[HostTemplate] = []
-    for index, area in enumerate(config.mounts.effective_areas):
-        where = f"mounts.areas.{index}.host" if configured else f"the default mount {area.guest}"
-        template = HostTemplate.parse(area.host).absolute(config.base_dir)
+    for where, area, template in mounts:
         host = template.fixed
         if host.exists() and not host.is_dir():
             yield f"{where}: {host} is not a directory"
@@ -96,14 +110,13 @@ def _mount_problems(config: ToolcageConfig) -> Iterator[str]:
         seen.append(template)
 
 
-def _shell_problems(config: ToolcageConfig) -> Iterator[str]:
+def _shell_problems(config: ToolcageConfig, mounts: list[Mount]) -> Iterator[str]:
     if config.shell.mode is ShellMode.DISABLED:
         return
     workspace = config.shell.workspace_template(config.base_dir)
     if workspace.fixed.exists() and not workspace.fixed.is_dir():
         yield f"shell.workspace: {workspace.fixed} is not a directory"
-    for area in config.mounts.effective_areas:
-        mount = HostTemplate.parse(area.host).absolute(config.base_dir)
+    for _, area, mount in mounts:
         if not (workspace.per_principal or mount.per_principal) or mount == workspace:
             continue  # the same directory for the same principal, or no principal named
         if may_overlap(workspace, mount):
@@ -114,12 +127,9 @@ def _shell_problems(config: ToolcageConfig) -> Iterator[str]:
             )
 
 
-def _state_problems(config: ToolcageConfig) -> Iterator[str]:
+def _state_problems(config: ToolcageConfig, areas: list[Mount]) -> Iterator[str]:
     state = config.state
-    mounts = [
-        HostTemplate.parse(area.host).absolute(config.base_dir)
-        for area in config.mounts.effective_areas
-    ]
+    mounts = [template for _, _, template in areas]
     workspace = config.shell.workspace_template(config.base_dir)
     if workspace.per_principal and config.shell.mode is not ShellMode.DISABLED:
         mounts.append(workspace)  # commands see their user's workspace as guests their mounts
@@ -142,12 +152,12 @@ def _state_problems(config: ToolcageConfig) -> Iterator[str]:
             yield str(exc)
 
 
-def _readable_dirs(config: ToolcageConfig) -> Iterator[tuple[str, HostTemplate]]:
+def _readable_dirs(
+    config: ToolcageConfig, mounts: list[Mount]
+) -> Iterator[tuple[str, HostTemplate]]:
     """Every host directory some tool can read, resolved, with the key that names it."""
-    configured = bool(config.mounts.areas)
-    for index, area in enumerate(config.mounts.effective_areas):
-        where = f"mounts.areas.{index}.host" if configured else f"the default mount {area.guest}"
-        yield where, HostTemplate.parse(area.host).absolute(config.base_dir)
+    for where, _, template in mounts:
+        yield where, template
     if config.shell.mode is not ShellMode.DISABLED:
         yield "shell.workspace", config.shell.workspace_template(config.base_dir)
     for index, server in enumerate(config.mcp.servers):
@@ -158,8 +168,8 @@ def _readable_dirs(config: ToolcageConfig) -> Iterator[tuple[str, HostTemplate]]
                     yield f"mcp.servers.{index}.{field}", resolved
 
 
-def _secret_problems(config: ToolcageConfig) -> Iterator[str]:
-    readable = list(_readable_dirs(config)) if config.secrets else []
+def _secret_problems(config: ToolcageConfig, mounts: list[Mount]) -> Iterator[str]:
+    readable = list(_readable_dirs(config, mounts)) if config.secrets else []
     for name, secret in config.secrets.items():
         if secret.from_file is None:
             continue
