@@ -35,6 +35,7 @@ from ._store._counters import (
     Statement,
     Take,
 )
+from ._store._open import auth_token
 from ._store._protocol import StateStore
 
 FIRST_LEASE = 64 * 1024
@@ -106,10 +107,7 @@ class RateLimiter:
             if self._closed:
                 raise StoreUnavailable(self.url, "the runtime is closed")
             if self._counters is None:
-                try:
-                    token = self._state.token()
-                except ValueError as exc:
-                    raise StoreUnavailable(self.url, str(exc)) from None
+                token = auth_token(self._state, self.url)
                 path = self._state.embedded_path(self._base_dir)
                 if path is not None:
                     try:

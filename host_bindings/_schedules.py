@@ -43,6 +43,7 @@ from ._scheduler._model import ScheduleError
 from ._scheduler._open import open_schedule_store
 from ._scheduler._store import ScheduleStore
 from ._store import StoreError, StoreUnavailable
+from ._store._open import auth_token
 
 BookOpener = Callable[[], ScheduleBook]
 """The runtime's schedule book, its store opened on first use."""
@@ -182,10 +183,7 @@ class ScheduleBooks:
         url = config.state.store_url(config.base_dir)
 
         def open_store() -> ScheduleStore:
-            try:
-                token = config.state.token()
-            except ValueError as exc:  # its environment variable is unset
-                raise StoreUnavailable(url, str(exc)) from None
+            token = auth_token(config.state, url)
             return open_schedule_store(url, base_dir=config.base_dir, auth_token=token)
 
         return cls(

@@ -31,6 +31,7 @@ from ._store import (
     StoreUnavailable,
     open_store,
 )
+from ._store._open import auth_token
 
 Handler = Callable[[CallState, dict[str, Any]], dict[str, Any]]
 """Answers one request of a state binding for a call."""
@@ -116,10 +117,7 @@ class StateServices:
             if self._closed:
                 raise StoreUnavailable(self.url, "the runtime is closed")
             if self._store is None:
-                try:
-                    token = self.config.token()
-                except ValueError as exc:
-                    raise StoreUnavailable(self.url, str(exc)) from None
+                token = auth_token(self.config, self.url)
                 if self._file is not None:
                     try:
                         self._file.parent.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,18 @@ from __future__ import annotations
 import urllib.parse
 from pathlib import Path
 
+from toolcage.policies import StateConfig
+
 from ._protocol import StateStore, StoreUnavailable
+
+
+def auth_token(state: StateConfig, url: str) -> str | None:
+    """The ``[state]`` section's libSQL token; :class:`~._protocol.StoreUnavailable` naming
+    ``url`` when the variable it names is unset."""
+    try:
+        return state.token()
+    except ValueError as exc:  # it names the key and the variable
+        raise StoreUnavailable(url, str(exc)) from None
 
 
 def open_store(
