@@ -35,7 +35,7 @@ from ._store._counters import (
     Statement,
     Take,
 )
-from ._store._open import auth_token
+from ._store._open import auth_token, make_room
 from ._store._protocol import StateStore
 
 FIRST_LEASE = 64 * 1024
@@ -110,10 +110,7 @@ class RateLimiter:
                 token = auth_token(self._state, self.url)
                 path = self._state.embedded_path(self._base_dir)
                 if path is not None:
-                    try:
-                        path.parent.mkdir(parents=True, exist_ok=True)
-                    except OSError as exc:
-                        raise StoreUnavailable(self.url, str(exc)) from None
+                    make_room(path, self.url)
                 store = open_store(self.url, base_dir=self._base_dir, auth_token=token)
                 found: Counters | None = getattr(store, "counters", None)
                 if found is None:

@@ -28,10 +28,12 @@ from ._store import (
     OpenAIEmbedder,
     StateStore,
     StoreError,
+    StoreTimeout,
     StoreUnavailable,
     open_store,
 )
-from ._store._open import auth_token
+from ._store import _waits as waits
+from ._store._open import auth_token, make_room
 
 Handler = Callable[[CallState, dict[str, Any]], dict[str, Any]]
 """Answers one request of a state binding for a call."""
@@ -42,15 +44,20 @@ class InvalidRequest(ValueError):
 
 
 def answering(handler: Handler) -> Handler:
-    """``handler`` with refused requests (``validation_error``) and failures of the store
-    or the embedder (``execution_error``) as error results."""
+    """``handler`` with the store's waits bounded by the call's deadline (see
+    :mod:`._store._waits`), and refused requests (``validation_error``), a deadline that
+    came while the store waited (``timeout``, nothing changed) and failures of the store or
+    the embedder (``execution_error``) as error results."""
 
     @functools.wraps(handler)
     def run(state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         try:
-            return handler(state, request)
+            with waits.until(state.deadline):
+                return handler(state, request)
         except InvalidRequest as exc:
             return failed("validation_error", str(exc))
+        except StoreTimeout as exc:
+            return failed("timeout", str(exc))
         except (StoreError, EmbeddingError) as exc:
             return failed("execution_error", str(exc))
 
@@ -119,10 +126,7 @@ class StateServices:
             if self._store is None:
                 token = auth_token(self.config, self.url)
                 if self._file is not None:
-                    try:
-                        self._file.parent.mkdir(parents=True, exist_ok=True)
-                    except OSError as exc:
-                        raise StoreUnavailable(self.url, str(exc)) from None
+                    make_room(self._file, self.url)
                 self._store = self._opener(self.config, self._base_dir, token)
                 self._on_open()
             return self._store

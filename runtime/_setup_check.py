@@ -19,8 +19,11 @@ for a failure what to do about it -- in the order a call would meet them:
 ``egress``
     the egress rules of every tool resolve, and the search provider is described;
 ``state``
-    the state store opens (the embedded one is created) and its schema is current, and the
-    embedder and the vault are described (skipped with ``[state] enabled = false``).
+    the state store opens (the embedded one is created) and its schema is current, SQLite's
+    ``PRAGMA quick_check`` finds the embedded file whole, and the embedder and the vault are
+    described (skipped with ``[state] enabled = false``). A failure names its cause (a full
+    or read-only file system, a directory the runtime cannot write, damage, a schema
+    written by a newer toolcage) and its fix.
 
 The exit status is 0 only when no check failed.
 """
@@ -37,6 +40,9 @@ from typing import Literal, TextIO
 
 import anyio
 from toolcage.host_bindings import StateServices, StoreError
+from toolcage.host_bindings._store import StateStore
+from toolcage.host_bindings._store._sqlite import EmbeddedStore
+from toolcage.host_bindings._store._sqlite_causes import recovery
 from toolcage.policies import ConfigError, EgressPolicy, HostTemplate, ShellMode
 
 from ._access import allows, unsearchable_parent
@@ -247,12 +253,27 @@ def _state(runtime: Runtime) -> CheckResult:
         )
     services = StateServices(config.state, config.base_dir)
     try:
-        services.store  # noqa: B018 -- opening it is the check
+        damage = _damage(services.store)
         embedder = services.embedder
     except StoreError as exc:
-        return CheckResult("state", "FAIL", str(exc), "correct [state] url, or reach the server")
+        fix = exc.fix or "correct [state] url, or reach the server"
+        return CheckResult("state", "FAIL", str(exc), fix)
     finally:
         services.close()
+    if damage:
+        path = config.state.embedded_path(config.base_dir)
+        return CheckResult(
+            "state",
+            "FAIL",
+            f"{services.url} is damaged: {'; '.join(damage)}",
+            recovery(path),
+        )
     search = f"hybrid search ({embedder.model})" if embedder else "keyword-only search"
     vault = f"vault {services.vault_dir}" if services.vault_dir else "no vault"
     return CheckResult("state", "ok", f"{services.url}; {search}; {vault}")
+
+
+def _damage(store: StateStore) -> list[str]:
+    """What SQLite's quick check finds wrong with an embedded store (a server checks its
+    own files)."""
+    return store.quick_check() if isinstance(store, EmbeddedStore) else []

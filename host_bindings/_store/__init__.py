@@ -20,6 +20,7 @@ from ._protocol import (
     Pad,
     StateStore,
     StoreError,
+    StoreTimeout,
     StoreUnavailable,
 )
 
@@ -35,6 +36,7 @@ __all__ = [
     "Pad",
     "StateStore",
     "StoreError",
+    "StoreTimeout",
     "StoreUnavailable",
     "open_store",
 ]

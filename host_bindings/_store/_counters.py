@@ -19,6 +19,12 @@ Two kinds of counter share the table:
 The embedded store answers on the caller's thread when it can do so at once: a connection
 of its own with no busy timeout tries first, and :class:`WouldWait` tells the caller to
 try again where waiting is allowed (a worker thread) when another writer holds the lock.
+A caller that may wait waits for the lock however SQLite reports it: its busy handler
+covers most contention, but some (a log being restarted or recovered by another
+process, a snapshot gone stale) is reported as ``SQLITE_BUSY`` or ``SQLITE_LOCKED`` at once,
+so :meth:`EmbeddedCounters.apply` tries again, with growing pauses, until the busy timeout
+or the call's deadline (:mod:`._waits`) -- contention is a wait, never an error of the call.
+
 That connection never checkpoints the write-ahead log itself (a checkpoint writes back
 up to a thousand pages); when the log has grown, a background thread does, in ``RESTART``
 mode, so that the next write starts the log over (a passive checkpoint would leave it
@@ -28,14 +34,18 @@ growing while writes keep coming); the writes it holds up meanwhile go to a work
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import apsw
 
+from . import _sqlite_causes as causes
+from . import _waits as waits
 from ._protocol import StoreError
-from ._sqlite_pool import ConnectionPool
+from ._sqlite_pool import BUSY_TIMEOUT_MS, ConnectionPool
 
 Statement = tuple[str, Sequence[Any]]
 
@@ -70,6 +80,10 @@ now``)."""
 RETURN_BYTES = "UPDATE rate_counters SET level = max(0, level - ?3) WHERE key = ?1 AND stamp = ?2"
 """Give back what a take granted and nobody used (bound as ``key, window start,
 amount``): only while the same window lasts."""
+
+FIRST_PAUSE = 0.001
+LAST_PAUSE = 0.05
+"""Seconds between tries on a contended lock: doubling from the first to the last."""
 
 CHECKPOINT_PAGES = 1000
 """Log pages after which a background thread checkpoints (SQLite's own default)."""
@@ -142,22 +156,34 @@ class EmbeddedCounters:
         self, statements: Sequence[Statement], *, wait: bool = True, keep: Keep | None = None
     ) -> Applied:
         if wait:
-            try:
-                with self._pool.connection() as conn:
-                    return _run(conn, statements, keep)
-            except apsw.Error as exc:
-                raise StoreError(f"state store {self._url!r} failed: {exc}") from exc
+            with causes.translated(Path(self._path), self._url):
+                return self._waiting(statements, keep)
         if not self._lock.acquire(blocking=False):
             raise WouldWait(f"state store {self._url!r} is in use")
         try:
             conn = self._conn if self._conn is not None else self._open()
             return _run(conn, statements, keep)
-        except apsw.BusyError as exc:
+        except (apsw.BusyError, apsw.LockedError) as exc:
             raise WouldWait(f"state store {self._url!r} is locked") from exc
         except apsw.Error as exc:
             raise StoreError(f"state store {self._url!r} failed: {exc}") from exc
         finally:
             self._lock.release()
+
+    def _waiting(self, statements: Sequence[Statement], keep: Keep | None) -> Applied:
+        """:func:`_run` on a pooled connection, again while the lock is contended, until the
+        busy timeout or the call's deadline."""
+        give_up = time.monotonic() + waits.budget(BUSY_TIMEOUT_MS / 1000)
+        pause = FIRST_PAUSE
+        while True:
+            try:
+                with self._pool.connection() as conn:
+                    return _run(conn, statements, keep)
+            except (apsw.BusyError, apsw.LockedError):
+                if time.monotonic() + pause >= give_up:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, LAST_PAUSE)
 
     def _open(self) -> apsw.Connection:
         if self._pool.closed:
@@ -204,11 +230,12 @@ def _run(conn: apsw.Connection, statements: Sequence[Statement], keep: Keep | No
     conn.execute("BEGIN IMMEDIATE")
     try:
         found = [_first(conn, statement) for statement in statements]
+        committed = keep is None or keep(found)
+        conn.execute("COMMIT" if committed else "ROLLBACK")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if not conn.getautocommit():  # a failed COMMIT leaves the transaction open
+            conn.execute("ROLLBACK")
         raise
-    committed = keep is None or keep(found)
-    conn.execute("COMMIT" if committed else "ROLLBACK")
     return Applied(found, committed)
 
 

@@ -136,9 +136,9 @@ class RemoteStore:
             yield
         except libsql_client.LibsqlError as exc:
             raise StoreError(f"state store {self._url!r} failed: {exc}") from exc
-        except TimeoutError as exc:
+        except TimeoutError as exc:  # sent, perhaps done: never reported as a clean timeout
             raise StoreError(
-                f"state store {self._url!r} did not answer within {self._timeout} s"
+                f"state store {self._url!r} did not answer {exc}; what was asked may be done"
             ) from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise StoreError(f"state store {self._url!r} is unreachable: {exc}") from exc

@@ -32,6 +32,27 @@ def auth_token(state: StateConfig, url: str) -> str | None:
         raise StoreUnavailable(url, str(exc)) from None
 
 
+def make_room(path: Path, url: str) -> None:
+    """Make the directory of the configured embedded store file ``path``.
+
+    A symbolic link in ``path``'s place is followed when the store is opened; one whose
+    target's directory does not exist is refused (:class:`StoreUnavailable` naming both)
+    rather than have that directory made wherever the link points.
+    """
+    if path.is_symlink() and not path.exists():
+        target = path.resolve()
+        if not target.parent.is_dir():
+            raise StoreUnavailable(
+                url,
+                f"{path} is a symbolic link to {target}, whose directory does not exist",
+                fix=f"create {target.parent}, or replace the link",
+            )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreUnavailable(url, str(exc)) from None
+
+
 def open_store(
     url: str,
     *,

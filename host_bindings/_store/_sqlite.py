@@ -7,10 +7,9 @@ chunks, tags and scratchpads in step with them, one write transaction per change
 
 from __future__ import annotations
 
-import contextlib
 import json
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from . import _events as conversation
 from . import _keywords as keywords
 from . import _rows as rows
 from . import _schema as schema
+from . import _sqlite_causes as causes
 from . import _sqlite_vectors as vectors_index
 from ._counters import EmbeddedCounters
 from ._fusion import Fused, fuse, max_distance, pool_size
@@ -31,7 +31,6 @@ from ._protocol import (
     NoteRecord,
     Pad,
     StoreError,
-    StoreUnavailable,
 )
 from ._sqlite_pool import BUSY_TIMEOUT_MS, ConnectionPool, create_private
 
@@ -46,6 +45,7 @@ class EmbeddedStore:
 
     def __init__(self, path: Path, *, url: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
         self._url = url
+        self._path = path
         self._pool = ConnectionPool(path, url=url, busy_timeout_ms=busy_timeout_ms)
         self._counters = EmbeddedCounters(self._pool, str(path), url)
         try:
@@ -54,7 +54,7 @@ class EmbeddedStore:
             self._pool.migrate()
         except (apsw.Error, OSError, StoreError) as exc:
             self._pool.close()
-            raise StoreUnavailable(url, str(exc) or type(exc).__name__) from exc
+            raise causes.unavailable(exc, path, url) from exc
 
     @property
     def url(self) -> str:
@@ -95,7 +95,7 @@ class EmbeddedStore:
         rows.check_chunks(chunks, vectors, model)
         tags = _unique_tags(tags)
         user_id, writer = principal.user_id, rows.writer(principal)
-        with _translated(self._url), self._pool.write() as conn:
+        with causes.translated(self._path, self._url), self._pool.write() as conn:
             self._claim_model(conn, vectors, model)
             conn.execute(
                 schema.INSERT_NOTE,
@@ -116,7 +116,7 @@ class EmbeddedStore:
         rows.check_chunks(chunks, vectors, model)
         tags = _unique_tags(tags)
         user_id = principal.user_id
-        with _translated(self._url), self._pool.write() as conn:
+        with causes.translated(self._path, self._url), self._pool.write() as conn:
             row = conn.execute(schema.NOTE_ROWID, (user_id, note_id)).fetchone()
             if row is None:
                 return None
@@ -136,7 +136,7 @@ class EmbeddedStore:
             return _record(conn, user_id, note_id)
 
     def delete_note(self, user_id: str, note_id: str) -> bool:
-        with _translated(self._url), self._pool.write() as conn:
+        with causes.translated(self._path, self._url), self._pool.write() as conn:
             row = conn.execute(schema.NOTE_ROWID, (user_id, note_id)).fetchone()
             if row is None:
                 return False
@@ -223,7 +223,7 @@ class EmbeddedStore:
         if top_k < 1:
             return []
         tags = list(dict.fromkeys(tags))
-        with _translated(self._url), self._pool.read() as conn:
+        with causes.translated(self._path, self._url), self._pool.read() as conn:
             keyword: list[tuple[int, int]] = []
             if fts_weight > 0:
                 keyword = keywords.search(
@@ -248,14 +248,14 @@ class EmbeddedStore:
     def record_events(self, principal: Principal, events: Sequence[tuple[str, str]]) -> int:
         statements, count = conversation.record(principal, events)
         if count:
-            with _translated(self._url), self._pool.write() as conn:
+            with causes.translated(self._path, self._url), self._pool.write() as conn:
                 _run_all(conn, statements)
         return count
 
     def events_to_embed(
         self, user_id: str, model: str, dimensions: int, limit: int
     ) -> list[tuple[int, str]]:
-        with _translated(self._url), self._pool.read() as conn:
+        with causes.translated(self._path, self._url), self._pool.read() as conn:
             return conversation.unembedded(_runner(conn), user_id, model, dimensions, limit)
 
     def save_event_vectors(
@@ -264,7 +264,7 @@ class EmbeddedStore:
         statements = conversation.vector_rows(user_id, model, vectors)
         if not statements:
             return
-        with _translated(self._url), self._pool.write() as conn:
+        with causes.translated(self._path, self._url), self._pool.write() as conn:
             for sql, args in statements:
                 conn.execute(sql, args)
 
@@ -280,7 +280,7 @@ class EmbeddedStore:
         model: str | None = None,
         min_similarity: float | None = None,
     ) -> list[ConversationHit]:
-        with _translated(self._url), self._pool.read() as conn:
+        with causes.translated(self._path, self._url), self._pool.read() as conn:
             return conversation.search_events(
                 _runner(conn),
                 _COSINE,
@@ -297,12 +297,12 @@ class EmbeddedStore:
     # -- scratchpads ---------------------------------------------------------------------
 
     def read_pad(self, user_id: str, session_id: str) -> Pad | None:
-        with _translated(self._url), self._pool.connection() as conn:
+        with causes.translated(self._path, self._url), self._pool.connection() as conn:
             return _pad(conn, user_id, session_id)
 
     def write_pad(self, principal: Principal, items: Sequence[str]) -> Pad:
         user_id, session_id = principal.user_id, principal.session_id
-        with _translated(self._url), self._pool.write() as conn:
+        with causes.translated(self._path, self._url), self._pool.write() as conn:
             conn.execute(
                 schema.WRITE_PAD,
                 (user_id, session_id, json.dumps(list(items)), rows.writer(principal)),
@@ -312,18 +312,25 @@ class EmbeddedStore:
             return pad
 
     def clear_pad(self, user_id: str, session_id: str) -> bool:
-        with _translated(self._url), self._pool.write() as conn:
+        with causes.translated(self._path, self._url), self._pool.write() as conn:
             conn.execute(
                 "DELETE FROM pads WHERE user_id = ? AND session_id = ?", (user_id, session_id)
             )
             return bool(conn.changes())
 
+    def quick_check(self) -> list[str]:
+        """SQLite's ``PRAGMA quick_check``: ``[]`` when the file is whole, else (some of)
+        the damage it found."""
+        with causes.translated(self._path, self._url), self._pool.connection() as conn:
+            found = [str(row[0]) for row in conn.execute("PRAGMA quick_check(20)")]
+        return [] if found == ["ok"] else found
+
     def stored_model(self) -> tuple[str, int] | None:
-        with _translated(self._url), self._pool.connection() as conn:
+        with causes.translated(self._path, self._url), self._pool.connection() as conn:
             return _stored_model(conn)
 
     def drop_vectors(self) -> int:
-        with _translated(self._url), self._pool.write() as conn:
+        with causes.translated(self._path, self._url), self._pool.write() as conn:
             if _stored_model(conn) is None:
                 conn.execute("DELETE FROM event_vectors")
                 return 0
@@ -350,15 +357,6 @@ def _runner(conn: apsw.Connection) -> keywords.Run:
 def _run_all(conn: apsw.Connection, statements: Sequence[keywords.Statement]) -> None:
     for sql, args in statements:
         conn.execute(sql, args)
-
-
-@contextlib.contextmanager
-def _translated(url: str) -> Iterator[None]:
-    """apsw's errors as :class:`StoreError`, naming the store."""
-    try:
-        yield
-    except apsw.Error as exc:
-        raise StoreError(f"state store {url!r} failed: {exc}") from exc
 
 
 def _unique_tags(tags: Sequence[str]) -> list[str]:

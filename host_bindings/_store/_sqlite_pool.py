@@ -6,6 +6,18 @@ writer), every write is one ``BEGIN IMMEDIATE`` transaction (so two processes ne
 deadlock upgrading a read lock, and wait up to the busy timeout for each other), and
 ``synchronous=NORMAL`` in WAL mode loses nothing to a killed process: a transaction is
 either in the log with its commit record or not at all.
+
+Waits are bounded by the running call's deadline (:mod:`._waits`): each lent connection's
+busy timeout is what is left of it, and a write commits only while the deadline is not
+near (else it is rolled back and :class:`~._protocol.StoreTimeout` raised).
+
+Opening writes nothing when the schema is current: :meth:`ConnectionPool.migrate` reads
+the version first and takes the write lock only to migrate. When the file cannot be
+opened for writing because its file system is full or read-only (SQLite must create or
+grow the ``-shm`` index beside it), and no write-ahead log holds changes, a connection
+is opened read-only on the file as it stands (``immutable``): reads go on, and a write
+fails naming the cause (:mod:`._sqlite_causes`). Such a connection is never kept, so the
+next request tries a writable one again.
 """
 
 from __future__ import annotations
@@ -13,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +33,9 @@ import apsw
 import sqlite_vec
 
 from . import _schema as schema
-from ._protocol import StoreError
+from . import _sqlite_causes as causes
+from . import _waits as waits
+from ._protocol import StoreError, StoreTimeout
 
 BUSY_TIMEOUT_MS = 30_000
 """How long a write waits for another connection's (or process's) write to end."""
@@ -47,18 +62,33 @@ class ConnectionPool:
         self._busy_timeout_ms = busy_timeout_ms
         self._lock = threading.Lock()
         self._idle: list[apsw.Connection] = []
+        self._read_only: dict[int, causes.Cause] = {}
         self.closed = False
 
     def _open(self) -> apsw.Connection:
         flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-        conn = apsw.Connection(str(self._path), flags=flags)
         try:
-            conn.set_busy_timeout(self._busy_timeout_ms)
+            return self._prepared(apsw.Connection(str(self._path), flags=flags), wal=True)
+        except apsw.Error as exc:
+            cause = causes.diagnose(exc, self._path)
+            if cause.kind not in ("full", "read-only") or not _whole_without_log(self._path):
+                raise
+        uri = "file:" + urllib.parse.quote(str(self._path)) + "?immutable=1"
+        flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+        conn = self._prepared(apsw.Connection(uri, flags=flags), wal=False)
+        with self._lock:
+            self._read_only[id(conn)] = cause
+        return conn
+
+    def _prepared(self, conn: apsw.Connection, *, wal: bool) -> apsw.Connection:
+        try:
             conn.enable_load_extension(True)
             conn.load_extension(sqlite_vec.loadable_path())
             conn.enable_load_extension(False)
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
+            if wal:
+                conn.set_busy_timeout(self._busy_timeout_ms)
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
         except BaseException:
             conn.close()
             raise
@@ -66,18 +96,24 @@ class ConnectionPool:
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[apsw.Connection]:
-        """A connection, outside any transaction."""
+        """A connection, outside any transaction, whose busy wait ends before the call's
+        deadline (:class:`StoreTimeout` when none is left)."""
+        wait = waits.budget(self._busy_timeout_ms / 1000)
+        if wait <= 0:
+            raise StoreTimeout(f"state store {self._url!r}: the call's deadline has come")
         with self._lock:
             if self.closed:
                 raise StoreError(f"state store {self._url!r} is closed")
             conn = self._idle.pop() if self._idle else None
         if conn is None:
             conn = self._open()
+        conn.set_busy_timeout(int(wait * 1000))
         try:
             yield conn
         finally:
             with self._lock:
-                keep = not self.closed and len(self._idle) < IDLE_CONNECTIONS
+                writable = self._read_only.pop(id(conn), None) is None
+                keep = writable and not self.closed and len(self._idle) < IDLE_CONNECTIONS
                 if keep:
                     self._idle.append(conn)
             if not keep:
@@ -85,15 +121,25 @@ class ConnectionPool:
 
     @contextlib.contextmanager
     def write(self) -> Iterator[apsw.Connection]:
-        """A connection inside one ``BEGIN IMMEDIATE`` transaction, committed on success."""
+        """A connection inside one ``BEGIN IMMEDIATE`` transaction, committed on success
+        while the call's deadline is not near (see :mod:`._waits`)."""
         with self.connection() as conn:
+            cause = self._read_only.get(id(conn))
+            if cause is not None:
+                raise StoreError(f"state store {self._url!r} failed: {cause.reason}", fix=cause.fix)
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
+                if waits.expired():
+                    raise StoreTimeout(
+                        f"state store {self._url!r}: the call's deadline came before the"
+                        " write could commit; nothing was changed"
+                    )
+                conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if not conn.getautocommit():
+                    conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
 
     @contextlib.contextmanager
     def read(self) -> Iterator[apsw.Connection]:
@@ -106,19 +152,14 @@ class ConnectionPool:
                 conn.execute("ROLLBACK")
 
     def migrate(self) -> None:
-        """Apply the migrations past the database's ``schema_version``, in one transaction."""
+        """Apply the migrations past the database's ``schema_version``, in one transaction;
+        nothing is written when it is current."""
         with self.connection() as conn:
-            conn.execute(schema.META_TABLE)
+            if _version(conn, self._url) == schema.SCHEMA_VERSION:
+                return
         with self.write() as conn:
-            row = conn.execute(
-                "SELECT value FROM store_meta WHERE key = 'schema_version'"
-            ).fetchone()
-            version = int(row[0]) if row else 0
-            if version > schema.SCHEMA_VERSION:
-                raise StoreError(
-                    f"state store {self._url!r} has schema version {version}, newer than"
-                    f" this toolcage's {schema.SCHEMA_VERSION}"
-                )
+            conn.execute(schema.META_TABLE)
+            version = _version(conn, self._url)  # another process may have migrated since
             for steps in schema.MIGRATIONS[version:]:
                 for step in steps:
                     if isinstance(step, str):
@@ -126,10 +167,11 @@ class ConnectionPool:
                         continue
                     for sql, args in step(lambda sql, args: list(conn.execute(sql, args))):
                         conn.execute(sql, args)
-            conn.execute(
-                "INSERT OR REPLACE INTO store_meta VALUES ('schema_version', ?)",
-                (str(schema.SCHEMA_VERSION),),
-            )
+            if version != schema.SCHEMA_VERSION:
+                conn.execute(
+                    "INSERT OR REPLACE INTO store_meta VALUES ('schema_version', ?)",
+                    (str(schema.SCHEMA_VERSION),),
+                )
 
     def close(self) -> None:
         """Close the idle connections; lent ones close when they come back."""
@@ -138,3 +180,31 @@ class ConnectionPool:
             idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()
+
+
+def _version(conn: apsw.Connection, url: str) -> int:
+    """The database's schema version (0 for a new one); :class:`StoreError` with the fix
+    when it is newer than this toolcage's."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'store_meta'").fetchone() is None:
+        return 0
+    row = conn.execute("SELECT value FROM store_meta WHERE key = 'schema_version'").fetchone()
+    version = int(row[0]) if row else 0
+    if version > schema.SCHEMA_VERSION:
+        raise StoreError(
+            f"state store {url!r} has schema version {version}, newer than this toolcage's"
+            f" {schema.SCHEMA_VERSION}: a newer toolcage wrote it",
+            fix="upgrade toolcage to the version that wrote it (an older one cannot read it),"
+            " or point [state] url at another file",
+        )
+    return version
+
+
+def _whole_without_log(path: Path) -> bool:
+    """Whether the database file holds every change: it exists and no write-ahead log
+    beside it holds any (a clean close checkpoints and removes the log)."""
+    try:
+        return path.stat().st_size > 0 and os.stat(f"{path}-wal").st_size == 0
+    except FileNotFoundError:
+        return path.exists()
+    except OSError:
+        return False

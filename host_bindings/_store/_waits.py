@@ -1,0 +1,58 @@
+"""How long the store may wait: never past the running call's deadline.
+
+A store is called from a guest's thread, inside a host function, and the call has a
+deadline (``CallState.deadline``). The state bindings enter :func:`until` around each
+request; every wait of a backend -- SQLite's busy handler on another writer's lock, the
+retries of a rate-limit counter, a libSQL request -- asks :func:`budget` how long it may
+last, which is its own limit or less: the time left before the deadline, less
+:data:`MARGIN`.
+
+The margin is what makes a timeout mean "nothing happened". A write transaction commits
+only while :func:`expired` is false; past that it is rolled back and the request fails
+with :class:`~._protocol.StoreTimeout`. A commit that lands leaves the guest the margin to
+report it before the deadline stops it, so a call that reports ``timeout`` has had no
+effect, and one whose write landed reports success. Outside a call (no :func:`until`), a
+wait lasts its own limit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from contextvars import ContextVar
+
+MARGIN = 0.25
+"""Seconds before the call's deadline by which a write must have committed."""
+
+_deadline: ContextVar[float | None] = ContextVar("toolcage_store_deadline", default=None)
+
+
+@contextlib.contextmanager
+def until(deadline: float | None) -> Iterator[None]:
+    """Bound the store's waits in this context by ``deadline`` (``time.monotonic()``)."""
+    token = _deadline.set(deadline)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def budget(longest: float) -> float:
+    """Seconds a wait may last: ``longest``, or what is left before the call's deadline
+    less :data:`MARGIN` when that is less (never below zero)."""
+    deadline = _deadline.get()
+    if deadline is None:
+        return longest
+    return max(0.0, min(longest, deadline - MARGIN - time.monotonic()))
+
+
+def expired() -> bool:
+    """Whether the call's deadline (less :data:`MARGIN`) has come: nothing may commit now."""
+    deadline = _deadline.get()
+    return deadline is not None and time.monotonic() >= deadline - MARGIN
+
+
+def bounded() -> bool:
+    """Whether a call's deadline bounds the waits of this context."""
+    return _deadline.get() is not None
