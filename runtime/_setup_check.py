@@ -265,7 +265,7 @@ def _state(runtime: Runtime) -> CheckResult:
         return CheckResult(
             "state",
             "FAIL",
-            f"{services.url} is damaged: {'; '.join(damage)}",
+            f"{services.url} is damaged: {_findings(damage)}",
             recovery(path),
         )
     search = f"hybrid search ({embedder.model})" if embedder else "keyword-only search"
@@ -274,6 +274,14 @@ def _state(runtime: Runtime) -> CheckResult:
 
 
 def _damage(store: StateStore) -> list[str]:
-    """What SQLite's quick check finds wrong with an embedded store (a server checks its
-    own files)."""
-    return store.quick_check() if isinstance(store, EmbeddedStore) else []
+    """What SQLite's quick check finds wrong with an embedded store, which must also be
+    writable (a server checks its own files)."""
+    return store.checkup() if isinstance(store, EmbeddedStore) else []
+
+
+def _findings(damage: list[str], shown: int = 3) -> str:
+    """The first few of the quick check's findings, on one line."""
+    lines = [" ".join(line.split()) for found in damage for line in found.splitlines()]
+    lines = [line for line in lines if line and not line.startswith("***")]
+    more = f" (and {len(lines) - shown} more)" if len(lines) > shown else ""
+    return "; ".join(lines[:shown]) + more

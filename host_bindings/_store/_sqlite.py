@@ -318,12 +318,10 @@ class EmbeddedStore:
             )
             return bool(conn.changes())
 
-    def quick_check(self) -> list[str]:
-        """SQLite's ``PRAGMA quick_check``: ``[]`` when the file is whole, else (some of)
-        the damage it found."""
-        with causes.translated(self._path, self._url), self._pool.connection() as conn:
-            found = [str(row[0]) for row in conn.execute("PRAGMA quick_check(20)")]
-        return [] if found == ["ok"] else found
+    def checkup(self) -> list[str]:
+        """What ``toolcage check`` asks (see :meth:`ConnectionPool.checkup`)."""
+        with causes.translated(self._path, self._url):
+            return self._pool.checkup()
 
     def stored_model(self) -> tuple[str, int] | None:
         with causes.translated(self._path, self._url), self._pool.connection() as conn:

@@ -173,6 +173,19 @@ class ConnectionPool:
                     (str(schema.SCHEMA_VERSION),),
                 )
 
+    def checkup(self) -> list[str]:
+        """The damage SQLite's ``PRAGMA quick_check`` finds (``[]`` when the file is whole),
+        after a write transaction begun and rolled back (:class:`StoreError` naming the
+        cause when the file cannot be written)."""
+        with self.connection() as conn:
+            cause = self._read_only.get(id(conn))
+            if cause is not None:
+                raise StoreError(f"state store {self._url!r}: {cause.reason}", fix=cause.fix)
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+            found = [str(row[0]) for row in conn.execute("PRAGMA quick_check(20)")]
+        return [] if found == ["ok"] else found
+
     def close(self) -> None:
         """Close the idle connections; lent ones close when they come back."""
         with self._lock:
