@@ -14,6 +14,7 @@ record matched, 1 when none did, 2 on bad usage.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -25,7 +26,7 @@ from typing import IO, Any
 
 from toolcage.policies import ConfigError, load_config
 
-from ._sinks import log_files
+from ._sinks import log_files, rotated
 
 EXIT_OK, EXIT_NO_MATCH, EXIT_USAGE = 0, 1, 2
 FOLLOW_POLL_SECONDS = 0.2
@@ -151,7 +152,7 @@ def _print(out: IO[str], line: bytes) -> None:
 
 def _follow(path: Path, out: IO[str], stream: IO[bytes] | None, pending: bytes) -> None:
     """Print what is appended to ``path`` after ``stream``'s position (``pending``: the
-    start of a line already read), reopening it when it is rotated."""
+    start of a line already read), going on to the new file when it is rotated."""
     out.flush()
     while True:
         data = stream.read() if stream is not None else b""
@@ -163,16 +164,49 @@ def _follow(path: Path, out: IO[str], stream: IO[bytes] | None, pending: bytes) 
             out.flush()
             continue
         time.sleep(FOLLOW_POLL_SECONDS)
+        if stream is not None and os.fstat(stream.fileno()).st_size < stream.tell():
+            # An append that failed was cut back to its last whole line (see FileSink):
+            # read again from the end of the last line printed.
+            stream.seek(stream.tell() - len(pending))
+            pending = b""
         if _replaced(path, stream):
+            fresh = _open(path)
             if stream is not None:
-                rest = stream.read()  # what was written before the rename
-                for line in (pending + rest).split(b"\n"):
+                rest = pending + stream.read()  # what was written before the rename
+                for line in (rest + b"\n" + _rotated_between(path, stream, fresh)).split(b"\n"):
                     if line:
                         _print(out, line)
                 out.flush()
                 stream.close()
             pending = b""
-            stream = _open(path)
+            stream = fresh
+
+
+def _rotated_between(path: Path, held: IO[bytes], fresh: IO[bytes] | None) -> bytes:
+    """The whole files rotated after ``held`` (the log until it was rotated) and before
+    ``fresh`` (the log now), oldest first: several rotations between two polls. Nothing
+    when ``held`` is no longer among the rotated files (moved away, or past ``keep``)."""
+    newest_first = []
+    for number in itertools.count(1):
+        try:
+            newest_first.append(open(rotated(path, number), "rb"))  # noqa: SIM115 (closed below)
+        except FileNotFoundError:
+            break
+    try:
+        found = [os.fstat(file.fileno()) for file in newest_first]
+        held_at = _index(found, os.fstat(held.fileno()))
+        if held_at is None:
+            return b""
+        fresh_at = -1 if fresh is None else _index(found, os.fstat(fresh.fileno()))
+        between = newest_first[(-1 if fresh_at is None else fresh_at) + 1 : held_at]
+        return b"".join(file.read() for file in reversed(between))
+    finally:
+        for file in newest_first:
+            file.close()
+
+
+def _index(found: list[os.stat_result], wanted: os.stat_result) -> int | None:
+    return next((i for i, info in enumerate(found) if os.path.samestat(info, wanted)), None)
 
 
 def _open(path: Path) -> IO[bytes] | None:

@@ -244,7 +244,7 @@ class AuditLog(CallObserver):
             self.sink.write(batch)
             written = len(batch)
         except PartialWrite as exc:
-            self._failed(exc)
+            self._failed(exc.cause)
             written = exc.written
         except Exception as exc:
             self._failed(exc)

@@ -7,8 +7,10 @@ the audit writer's thread only.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +24,11 @@ redacted) on the audit writer's thread. It may block or raise; a call never wait
 class PartialWrite(Exception):
     """The first ``written`` records of a batch went out; then the sink failed."""
 
-    def __init__(self, written: int, cause: BaseException) -> None:
+    def __init__(self, written: int, cause: Exception) -> None:
         super().__init__(f"{type(cause).__name__}: {cause}")
         self.written = written
+        self.cause = cause
+        """What failed."""
 
 
 class HandlerSink:
@@ -46,51 +50,87 @@ class HandlerSink:
 class FileSink:
     """Appends JSON lines to a file (created 0600), rotated before it passes a size.
 
+    Processes that share one log coordinate through ``PATH.lock`` (created 0600 beside
+    it): a writer holds an exclusive :func:`fcntl.flock` on it while it appends a batch and
+    while it rotates, and opens the log only once it holds the lock, so it always appends
+    to the current file and sees its real size. A batch goes out as one ``O_APPEND``
+    write per file. A short or failed write is rolled back to the end of the last whole
+    line it wrote (``ftruncate``: no other writer can have appended meanwhile, they wait
+    for the lock), and :class:`PartialWrite` tells the writer how many records landed, so
+    a retry neither tears a line nor repeats a record.
+
     Rotation renames ``PATH.N-1`` to ``PATH.N`` .. ``PATH`` to ``PATH.1`` (each an atomic
-    rename; the oldest beyond ``keep`` is replaced), so a reader sees whole files only. The
-    file is opened for each batch with ``O_APPEND``, so a file that was moved away or
-    removed is created again (its directory too), and processes sharing one log never
-    interleave their lines; a link in its place is refused (``O_NOFOLLOW``).
+    rename; the oldest beyond ``keep`` is replaced), so a reader sees whole files only. A
+    file that was moved away or removed is created again (its directory too); a link in
+    place of the log or of the lock is refused (``O_NOFOLLOW``).
     """
 
     def __init__(self, path: Path, *, rotate_bytes: int, keep: int) -> None:
         self.path = path
         self.rotate_bytes = rotate_bytes
         self.keep = keep
+        self.lock_path = path.with_name(f"{path.name}.lock")
+        """The file whose ``flock`` every writer of this log holds while it writes."""
 
     def write(self, records: Sequence[Mapping[str, Any]]) -> None:
         lines = [encode(record) for record in records]
-        fd = self._open()
+        written = 0
         try:
-            size = os.fstat(fd).st_size
-            start = 0
-            while start < len(lines):
-                end, grown = start, size
-                while end < len(lines) and (
-                    grown == 0 or grown + len(lines[end]) <= self.rotate_bytes
-                ):
-                    grown += len(lines[end])
-                    end += 1
-                if end == start:  # the file is full: the next line goes to a new one
-                    os.close(fd)
-                    fd = -1
-                    self._rotate()
-                    fd = self._open()
-                    size = 0
-                    continue
-                _write_all(fd, b"".join(lines[start:end]))
-                size, start = grown, end
-        finally:
-            if fd >= 0:
-                os.close(fd)
+            with self._locked():
+                fd = self._open()
+                try:
+                    while written < len(lines):
+                        size = os.fstat(fd).st_size
+                        end, grown = written, size
+                        while end < len(lines) and (
+                            grown == 0 or grown + len(lines[end]) <= self.rotate_bytes
+                        ):
+                            grown += len(lines[end])
+                            end += 1
+                        if end == written:  # the file is full: the next line goes to a new one
+                            os.close(fd)
+                            fd = -1
+                            self._rotate()
+                            fd = self._open()
+                            continue
+                        _append(fd, size, lines[written:end])
+                        written = end
+                finally:
+                    if fd >= 0:
+                        os.close(fd)
+        except PartialWrite as exc:
+            written += exc.written
+            error: Exception = exc.cause
+        except Exception as exc:
+            error = exc
+        else:
+            return
+        if written:
+            raise PartialWrite(written, error) from error
+        raise error
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the exclusive lock of the log. A lock file replaced while this writer
+        waited (it is never removed by a writer) is locked again, so that every writer
+        locks the same file."""
+        while True:
+            fd = _open_creating(self.lock_path, os.O_RDWR)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    same = os.path.samestat(os.fstat(fd), os.stat(self.lock_path))
+                except FileNotFoundError:
+                    same = False
+                if same:
+                    yield
+                    return
+            finally:
+                os.close(fd)  # which releases the lock
 
     def _open(self) -> int:
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
-        try:
-            return os.open(self.path, flags, 0o600)
-        except FileNotFoundError:  # its directory is missing: made owner-only
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            return os.open(self.path, flags, 0o600)
+        # Read too: an append checks that the file ends with a whole line (see _append).
+        return _open_creating(self.path, os.O_RDWR | os.O_APPEND)
 
     def _rotate(self) -> None:
         if self.keep == 0:
@@ -103,10 +143,38 @@ class FileSink:
         os.replace(self.path, rotated(self.path, 1))
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+def _open_creating(path: Path, flags: int) -> int:
+    """Open ``path`` (created 0600, never through a link), making a missing directory
+    owner-only."""
+    flags |= os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+    try:
+        return os.open(path, flags, 0o600)
+    except FileNotFoundError:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return os.open(path, flags, 0o600)
+
+
+def _append(fd: int, size: int, lines: Sequence[bytes]) -> None:
+    """Append ``lines`` to the file of ``fd`` (``size`` bytes long) with one write, or
+    cut the file back to its last whole line and raise :class:`PartialWrite`.
+
+    A file that does not end with a newline (its tail torn by a cut that failed, or by a
+    writer of another kind) gets one first, so the torn bytes stay a line of their own."""
+    lead = b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""
+    data = memoryview(lead + b"".join(lines))
+    done = 0
+    try:
+        while done < len(data):  # a regular file takes it all at once unless it is full
+            done += os.write(fd, data[done:])
+    except OSError as exc:
+        kept, whole = 0, len(lead)
+        while kept < len(lines) and whole + len(lines[kept]) <= done:
+            whole += len(lines[kept])
+            kept += 1
+        if done > whole:
+            with contextlib.suppress(OSError):  # then the next append starts a new line
+                os.ftruncate(fd, size + whole)
+        raise PartialWrite(kept, exc) from exc
 
 
 def rotated(path: Path, number: int) -> Path:

@@ -10,16 +10,26 @@ with ``"replaces"`` in its ``NAME.json``::
 never be replaced.
 
 Such a tool never opens its target for writing. Per call the host picks a temporary name
-no one can predict (``.toolcage-`` and 32 hex digits from :mod:`secrets`) and passes it in
-the arguments document as ``_temp``; the guest creates that file in the target's directory
-exclusively (``O_CREAT | O_EXCL``), writes the whole new content into it (for an append, the
-old content first), syncs it and reports success. Then, and only then, the host commits:
-it opens the target's directory beneath the mount's host directory one component at a time
-without following symbolic links, gives the temporary file the permission bits of the file
-it replaces, and renames it over the target (``renameat``, or ``renameat2`` with
-``RENAME_NOREPLACE`` when the file must not be replaced). The rename replaces whatever
-entry has the target's name: a symbolic link or a hard link is replaced, never written
-through.
+no one can predict (``.toolcage-`` and 32 hex digits from :mod:`secrets`), opens the
+target's directory beneath the mount's host directory one component at a time without
+following symbolic links, and creates the empty file in it exclusively through that
+descriptor, which it keeps until the call ends. The arguments document names the file
+(``_temp``) and says the host made it (``_temp_made``); the guest opens it by name (a
+regular file with one link, still empty: anything else is refused), writes the whole new
+content into it (for an append, the old content first), syncs it and reports success. Then,
+and only then, the host commits: it opens the target's directory again the same way, checks
+that it is the directory the file was made in and that the file is the one made, gives the
+file the permission bits of the file it replaces, and renames it over the target
+(``renameat``, or ``renameat2`` with ``RENAME_NOREPLACE`` when the file must not be
+replaced). The rename replaces whatever entry has the target's name: a symbolic link or a
+hard link is replaced, never written through. A directory swapped for another while the
+tool ran fails the call ("moved, removed or replaced"), and the temporary file is removed
+through the descriptor it was made under, wherever its directory is now. Missing
+directories are made by the host too, the same way, when the declaration's
+``parents_when`` matches the arguments (``{"create_parents": true}``). When the file cannot
+be made, the guest is told why (``_temp_error``: the errno's name, ``ENOENT`` for a missing
+directory) and reports it as it would its own error; the guest never creates a temporary
+file, so none can land in a directory the host holds no descriptor of.
 
 :meth:`Replacement.commit` is synchronous and is called in the task that awaited the
 guest, right after the guest returned, with no ``await`` in between; a deadline or a
@@ -51,6 +61,7 @@ TEMP_PREFIX = ".toolcage-"
 """Temporary files are named this, then 32 hex digits, then ``.tmp``."""
 
 _DIR_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _RENAME_NOREPLACE = 1
 
 
@@ -63,37 +74,51 @@ class ReplaceSpec:
     no_replace_when: Mapping[str, object] = field(default_factory=dict)
     """Argument values with which an existing file is kept."""
     defaults: Mapping[str, object] = field(default_factory=dict)
-    """The schema's defaults of the arguments in ``no_replace_when``."""
+    """The schema's defaults of the arguments in ``no_replace_when`` and ``parents_when``."""
+    parents_when: Mapping[str, object] = field(default_factory=dict)
+    """Argument values with which the host makes the target's missing directories."""
 
     @classmethod
     def from_json(cls, raw: object, parameters: Mapping[str, Any]) -> ReplaceSpec:
         """Parse the declaration; ``parameters`` (the tool's JSON Schema) gives defaults."""
         if not isinstance(raw, dict) or not isinstance(raw.get("path"), str):
             raise ValueError('"replaces" must be an object naming the path argument')
-        keep = raw.get("no_replace_when", {})
-        if not isinstance(keep, dict):
-            raise ValueError('"replaces.no_replace_when" must be an object')
+        keep, parents = raw.get("no_replace_when", {}), raw.get("parents_when", {})
+        if not isinstance(keep, dict) or not isinstance(parents, dict):
+            raise ValueError('"replaces.no_replace_when" and ".parents_when" must be objects')
         properties = parameters.get("properties", {})
-        for name in (raw["path"], *keep):
+        for name in (raw["path"], *keep, *parents):
             if name not in properties:
                 raise ValueError(f'"replaces" names {name!r}, which is not a parameter')
-        defaults = {name: properties[name].get("default") for name in keep}
-        return cls(raw["path"], MappingProxyType(dict(keep)), MappingProxyType(defaults))
+        defaults = {name: properties[name].get("default") for name in (*keep, *parents)}
+        return cls(
+            raw["path"],
+            MappingProxyType(dict(keep)),
+            MappingProxyType(defaults),
+            MappingProxyType(dict(parents)),
+        )
 
     def prepare(self, args: Mapping[str, Any], mounts: Sequence[GrantedMount]) -> Replacement:
         """The replacement for one call with (checked) ``args``; a new temporary name."""
         mount, parts = _locate(args.get(self.path), mounts, self.path)
-        replace = not any(
-            args.get(name, self.defaults.get(name)) == value
-            for name, value in self.no_replace_when.items()
+        replace = not self._matches(self.no_replace_when, args)
+        return Replacement(mount, parts, replace=replace, parents=self._matches_all(args))
+
+    def _matches(self, values: Mapping[str, object], args: Mapping[str, Any]) -> bool:
+        return any(args.get(k, self.defaults.get(k)) == v for k, v in values.items())
+
+    def _matches_all(self, args: Mapping[str, Any]) -> bool:
+        return bool(self.parents_when) and all(
+            args.get(k, self.defaults.get(k)) == v for k, v in self.parents_when.items()
         )
-        return Replacement(mount, parts, replace=replace)
 
 
 class Replacement:
     """One call's temporary file and its commit (see the module docstring)."""
 
-    def __init__(self, mount: GrantedMount, parts: tuple[str, ...], *, replace: bool) -> None:
+    def __init__(
+        self, mount: GrantedMount, parts: tuple[str, ...], *, replace: bool, parents: bool = False
+    ) -> None:
         self.path = "/".join((mount.guest, *parts))
         """The target's guest path, for messages."""
         self.temp = f"{TEMP_PREFIX}{secrets.token_hex(16)}.tmp"
@@ -102,7 +127,32 @@ class Replacement:
         self._dir = parts[:-1]
         self._name = parts[-1]
         self._replace = replace
+        self._parents = parents
         self._done = False
+        self._dir_fd = -1
+        """The target's directory when :meth:`create` made the temporary file in it."""
+        self._made: os.stat_result | None = None
+
+    def create(self) -> dict[str, object]:
+        """Make the temporary file (empty) in the target's directory -- and that directory
+        first, when the spec's ``parents_when`` matched -- through a descriptor of the
+        directory kept until :meth:`discard`; the arguments that tell the guest: the
+        file's name, and that it was made or the error (its name) why not."""
+        try:
+            dir_fd = _open_dir(self._mount, self._dir, make=self._parents)
+        except OSError as exc:
+            return {"_temp": self.temp, "_temp_error": _errno_name(exc)}
+        try:
+            fd = os.open(self.temp, _TEMP_FLAGS, 0o666, dir_fd=dir_fd)
+        except OSError as exc:
+            os.close(dir_fd)
+            return {"_temp": self.temp, "_temp_error": _errno_name(exc)}
+        self._dir_fd = dir_fd
+        try:
+            self._made = os.fstat(fd)
+        finally:
+            os.close(fd)
+        return {"_temp": self.temp, "_temp_made": True}
 
     def commit(self) -> None:
         """Rename the temporary file over the target, or raise the :class:`ToolError`."""
@@ -111,6 +161,8 @@ class Replacement:
         except OSError as exc:
             raise _error(exc, self.path, opening=True) from None
         try:
+            if self._made is not None:
+                self._check_made(dir_fd, self._made)
             _keep_mode(dir_fd, self.temp, self._name)
             if self._replace:
                 os.rename(self.temp, self._name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
@@ -122,15 +174,31 @@ class Replacement:
         finally:
             os.close(dir_fd)
 
+    def _check_made(self, dir_fd: int, made: os.stat_result) -> None:
+        """The directory now at the target's path must be the one the temporary file was
+        made in, and the file the one made (ENOENT: moved or replaced meanwhile)."""
+        try:
+            found = os.stat(self.temp, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            found = None
+        here = os.path.samestat(os.fstat(dir_fd), os.fstat(self._dir_fd))
+        if not here or found is None or (found.st_ino, found.st_dev) != (made.st_ino, made.st_dev):
+            raise FileNotFoundError(errno.ENOENT, "the directory changed while the tool ran")
+
     def discard(self) -> None:
-        """Remove the temporary file unless it was committed (best effort, never raises)."""
+        """Remove the temporary file unless it was committed (best effort, never raises):
+        through the directory it was made in, wherever that directory is now."""
+        dir_fd, self._dir_fd = self._dir_fd, -1
         if self._done:
+            if dir_fd >= 0:
+                os.close(dir_fd)
             return
         self._done = True
-        try:
-            dir_fd = _open_dir(self._mount, self._dir)
-        except OSError:
-            return
+        if dir_fd < 0:  # the guest made it: in the directory now at the path, if anywhere
+            try:
+                dir_fd = _open_dir(self._mount, self._dir)
+            except OSError:
+                return
         try:
             os.unlink(self.temp, dir_fd=dir_fd)
         except OSError:
@@ -151,11 +219,15 @@ def _locate(
     raise PermissionDeniedError(f"{arg} {path!r} is not a file on a writable mount", field=arg)
 
 
-def _open_dir(mount: GrantedMount, parts: Sequence[str]) -> int:
-    """A descriptor of the directory ``parts`` below ``mount``, reached without symlinks."""
+def _open_dir(mount: GrantedMount, parts: Sequence[str], *, make: bool = False) -> int:
+    """A descriptor of the directory ``parts`` below ``mount``, reached without symlinks;
+    ``make``: its missing components made (as the guest's ``mkdir`` would)."""
     fd = os.open(mount.host, _DIR_FLAGS)
     try:
         for name in parts:
+            if make:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, 0o777, dir_fd=fd)
             inner = os.open(name, _DIR_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = inner
@@ -163,6 +235,11 @@ def _open_dir(mount: GrantedMount, parts: Sequence[str]) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def _errno_name(exc: OSError) -> str:
+    """The name of ``exc``'s errno (``EIO`` for none), which the guest maps to its own."""
+    return errno.errorcode.get(exc.errno or errno.EIO, "EIO")
 
 
 def _keep_mode(dir_fd: int, temp: str, name: str) -> None:

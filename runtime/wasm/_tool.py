@@ -203,9 +203,6 @@ class WasmTool:
         replacement = None
         if self.spec.replaces is not None:
             replacement = self.spec.replaces.prepare(args, mounts)
-            document["_temp"] = replacement.temp
-        # ASCII JSON: a lone surrogate in a string cannot break the UTF-8 of argv.
-        arguments = json.dumps(document).encode()
         state = None
         if bindings:
             state = CallState(
@@ -218,6 +215,10 @@ class WasmTool:
                 decide=None if (trace := current_trace()) is None else trace.decide,
             )
         try:
+            if replacement is not None:
+                document.update(replacement.create())  # removed by discard, below
+            # ASCII JSON: a lone surrogate in a string cannot break the UTF-8 of argv.
+            arguments = json.dumps(document).encode()
             result = await self.runner.run(
                 self.name,
                 arguments,

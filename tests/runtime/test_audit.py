@@ -468,7 +468,7 @@ class TestFile:
                 await anyio.lowlevel.checkpoint()
         log = tmp_path / "audit.jsonl"
         files = sorted(p.name for p in tmp_path.glob("audit.jsonl*"))  # noqa: ASYNC240 (closed)
-        assert files == ["audit.jsonl", "audit.jsonl.1", "audit.jsonl.2"]
+        assert files == ["audit.jsonl", "audit.jsonl.1", "audit.jsonl.2", "audit.jsonl.lock"]
         texts = [
             r["arguments"]["text"] for p in (f"{log}.2", f"{log}.1", log) for r in records(Path(p))
         ]

@@ -5,13 +5,18 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
 from .test_audit import MOUNTS
 from .test_cli import COMMAND, default_sigint, toolcage
+
+WRITER = Path(__file__).with_name("audit_writer.py")
 
 
 @pytest.fixture(scope="module")
@@ -59,12 +64,40 @@ class TestTail:
         assert follow(tmp_path, 3) == ["get_current_time"] * 3
         assert (tmp_path / "audit.jsonl.1").exists()
 
+    def test_follow_reads_every_file_rotated_between_two_polls(self, tmp_path: Path) -> None:
+        (tmp_path / "workspace").mkdir()
+        audit = '[audit]\npath = "audit.jsonl"\nrotate_bytes = 300\nkeep = 100\n'
+        (tmp_path / "toolcage.toml").write_text(MOUNTS + audit)
+        call(tmp_path, "get_current_time", {})
+        with following(tmp_path) as stream:
+            # One process writes 40 records, a file each, faster than the follower polls.
+            done = subprocess.run(
+                [sys.executable, str(WRITER), str(tmp_path / "toolcage.toml"), "w", "40"],
+                capture_output=True,
+                text=True,
+            )
+            assert done.returncode == 0, done.stderr
+            texts = [json.loads(stream.readline())["arguments"]["text"] for _ in range(40)]
+        assert texts == [f"w-{n}" for n in range(40)]
+        assert (tmp_path / "audit.jsonl.39").exists()
+
 
 def follow(site: Path, calls: int) -> list[str]:
     """The tools of the records ``tail -n 1 --follow`` prints after the last one while
-    ``calls`` calls are made (the last record, printed first, says the file is open)."""
-    config = str(site / "toolcage.toml")
+    ``calls`` calls are made."""
     tools = []
+    with following(site) as stream:
+        for _ in range(calls):
+            call(site, "get_current_time", {})
+            tools.append(json.loads(stream.readline())["tool"])
+    return tools
+
+
+@contextmanager
+def following(site: Path) -> Iterator[IO[str]]:
+    """The output of ``tail -n 1 --follow``, once it printed the last record (which says
+    the file is open); interrupted at the end."""
+    config = str(site / "toolcage.toml")
     with subprocess.Popen(
         [*COMMAND, "audit", "tail", "-n", "1", "--follow", "--config", config],
         stdout=subprocess.PIPE,
@@ -75,15 +108,12 @@ def follow(site: Path, calls: int) -> list[str]:
         assert follower.stdout is not None
         try:
             assert json.loads(follower.stdout.readline())["type"] == "call"
-            for _ in range(calls):
-                call(site, "get_current_time", {})
-                tools.append(json.loads(follower.stdout.readline())["tool"])
+            yield follower.stdout
         finally:
             follower.send_signal(signal.SIGINT)
             assert follower.wait(timeout=60) == 130
             assert follower.stderr is not None
             assert "Traceback" not in follower.stderr.read()
-    return tools
 
 
 class TestGrep:

@@ -389,6 +389,33 @@ class TestTemporaryFiles:
         assert (sandbox.ws / ".toolcage-planted.tmp").read_text() == "planted"
         assert not (sandbox.ws / "f.txt").exists()
 
+    @pytest.mark.parametrize("planted", ["hard link", "symbolic link", "not empty"])
+    async def test_the_guest_writes_only_into_the_empty_file_the_host_made(
+        self, sandbox: Sandbox, planted: str
+    ) -> None:
+        tool = sandbox.runtime.registry.get("file_write", "default")
+        assert isinstance(tool, WasmTool)
+        victim = sandbox.docs / "victim.txt"
+        victim.write_text("kept")
+        temp = sandbox.ws / ".toolcage-planted.tmp"
+        if planted == "hard link":
+            os.link(victim, temp)
+        elif planted == "symbolic link":
+            temp.symlink_to(victim)
+        else:
+            temp.write_text("kept")
+        document = {
+            "path": "/workspace/f.txt",
+            "content": "x",
+            "_temp": temp.name,
+            "_temp_made": True,
+        }
+        mounts = tool.mounts.mounts_for("file_write", "side_effecting", Principal())
+        with pytest.raises(ToolExecutionError, match="already exists"):
+            await tool.runner.run("file_write", json.dumps(document).encode(), mounts, tool.limits)
+        assert victim.read_text() == "kept"
+        assert planted == "symbolic link" or temp.read_text() == "kept"
+
     def test_names_are_unpredictable(self, tmp_path: Path) -> None:
         spec = ReplaceSpec.from_json({"path": "path"}, {"properties": {"path": {}}})
         mount = GrantedMount(tmp_path, "/workspace", writable=True)

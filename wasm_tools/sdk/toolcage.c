@@ -486,6 +486,9 @@ const char *tc_fail_errno(tc_buf *out, int err, tc_access access, const char *wh
             break;
         case EFBIG: tc_buf_puts(out, ": the file would exceed the file system's size limit"); break;
         case EISDIR: tc_buf_puts(out, " is a directory"); break;
+        case ESTALE:
+            tc_buf_puts(out, ": its directory was moved, removed or replaced while the tool ran");
+            break;
         case ENOTDIR: tc_buf_puts(out, " (or a parent) is not a directory"); break;
         case ENOTEMPTY:
             tc_buf_puts(out, " is a directory that is not empty (pass recursive=true to delete "
@@ -657,6 +660,21 @@ int tc_open_replaced(const char *path, int *fd) {
     return 0;
 }
 
+/* The errno the host named (_temp_error) when it could not make the temporary file. */
+static int temp_errno(const char *name) {
+    static const struct {
+        const char *name;
+        int value;
+    } known[] = {
+        {"ENOENT", ENOENT}, {"ENOTDIR", ENOTDIR}, {"ELOOP", ELOOP},   {"EACCES", EACCES},
+        {"EPERM", EPERM},   {"EROFS", EROFS},     {"ENOSPC", ENOSPC}, {"EDQUOT", EDQUOT},
+        {"EISDIR", EISDIR}, {"EEXIST", EEXIST},   {"EMLINK", EMLINK}, {"ENAMETOOLONG", ENAMETOOLONG},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strcmp(name, known[i].name) == 0) return known[i].value;
+    return EIO;
+}
+
 int tc_temp_create(tc_temp *t, const char *args, const char *target) {
     t->fd = -1;
     char *name = tc_arg_str(args, "_temp", NULL);
@@ -668,8 +686,28 @@ int tc_temp_create(tc_temp *t, const char *args, const char *target) {
     tc_buf path = {0};
     if (slash) tc_buf_put(&path, target, (size_t)(slash - target) + 1);
     tc_buf_puts(&path, name);
-    t->fd = open(path.data, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
-    int err = t->fd < 0 ? errno : 0;
+    int err = 0;
+    char *refused = tc_arg_str(args, "_temp_error", NULL);
+    if (refused) {
+        err = temp_errno(refused);
+        free(refused);
+    } else if (tc_arg_bool(args, "_temp_made", 0)) {
+        /* The host made it, empty, in the directory it holds: ESTALE when the directory at
+         * the path is another one now, EEXIST when the name holds anything but that file. */
+        struct stat st;
+        t->fd = open(path.data, O_WRONLY | O_NOFOLLOW);
+        if (t->fd < 0) {
+            err = errno == ENOENT ? ESTALE : errno == ELOOP ? EEXIST : errno;
+        } else if (fstat(t->fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+                   st.st_size != 0) {
+            close(t->fd);
+            t->fd = -1;
+            err = EEXIST;
+        }
+    } else {
+        t->fd = open(path.data, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+        err = t->fd < 0 ? errno : 0;
+    }
     tc_buf_free(&path);
     free(name);
     return err;

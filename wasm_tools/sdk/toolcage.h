@@ -167,7 +167,11 @@ int tc_open_replaced(const char *path, int *fd);
  * Replacing a file atomically. A tool never writes into the file it changes: it writes the
  * whole new content into a temporary file and the host renames that over the target after
  * the tool reported success (and removes it on any failure). The host names the temporary
- * file in the arguments document (`_temp`, unpredictable); tc_temp_create makes it in the
+ * file in the arguments document (`_temp`, unpredictable). With `_temp_made` the host made
+ * it, empty, in the target's directory, and tc_temp_create opens it there (ESTALE when
+ * that directory was swapped for another meanwhile, EEXIST when the name holds anything but
+ * an empty regular file with one link); with `_temp_error` (an errno's name) the host could
+ * not, and tc_temp_create returns that errno; with neither, it makes the file in the
  * target's directory, exclusively.
  *   tc_temp t;
  *   if ((err = tc_temp_create(&t, args, path)) || (err = tc_temp_write(&t, data, n)) ||

@@ -7,12 +7,14 @@ import json
 import math
 import threading
 import time
+import tracemalloc
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 from toolcage.host_bindings._store import EmbeddingError, HashingEmbedder, OpenAIEmbedder
+from toolcage.host_bindings._store._hashing import CACHE_BYTES
 
 REFERENCE = HashingEmbedder(8)
 
@@ -193,3 +195,33 @@ class TestHashingEmbedder:
         assert cosine("red car", "automobile") > 0.6
         assert abs(cosine("red car", "blue sky")) < 0.3
         assert embedder.model != HashingEmbedder(384).model
+
+    def test_the_word_cache_stays_within_its_bytes(self) -> None:
+        """Three times as many distinct words as fit: the cache keeps what fits by its own
+        accounting, which tracemalloc confirms."""
+        assert CACHE_BYTES == 16 * 1024 * 1024  # about 5,000 words of 384 dimensions
+        limit = 1024 * 1024
+        embedder = HashingEmbedder(384, cache_bytes=limit)
+        words = [f"word{n}" for n in range(3 * limit // (384 * 8))]
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for start in range(0, len(words), 40):
+                embedder.embed([" ".join(words[start : start + 40])], later())
+                assert embedder.directions.bytes <= limit
+            grown = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        held = embedder.directions.bytes
+        assert held > limit * 0.99  # full, not emptied
+        assert len(embedder.directions) < len(words) / 2
+        assert grown < held * 1.1  # the accounting is what the entries take
+
+    def test_an_evicted_or_uncached_word_gives_the_same_vector(self) -> None:
+        small = HashingEmbedder(384, cache_bytes=20_000)  # a handful of words
+        uncached = HashingEmbedder(384, cache_bytes=0)
+        first = small.embed_one("tea with lemon")
+        small.embed([f"filler{n}" for n in range(50)], later())
+        assert 0 < len(small.directions) < 10
+        assert small.embed_one("tea with lemon") == first == uncached.embed_one("tea with lemon")
+        assert len(uncached.directions) == uncached.directions.bytes == 0
