@@ -167,8 +167,11 @@ def ok(**data: Any) -> dict[str, Any]:
     return {"ok": True, **data}
 
 
-def failed(error_type: str, message: str) -> dict[str, Any]:
-    return {"ok": False, "error_type": error_type, "message": message}
+def failed(error_type: str, message: str, field: str | None = None) -> dict[str, Any]:
+    """An error answer; ``field`` names the argument it is about (the envelope's ``field``,
+    which the SDK's ``tch_result_error`` passes on)."""
+    answer = {"ok": False, "error_type": error_type, "message": message}
+    return answer if field is None else {**answer, "field": field}
 
 
 I32 = wasmtime.ValType.i32()

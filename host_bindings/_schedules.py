@@ -39,7 +39,7 @@ from ._base import CallState
 from ._results import JsonHandler, define_json_calls
 from ._scheduler._api import EDITABLE, ScheduleBook
 from ._scheduler._clock import Clock, SystemClock
-from ._scheduler._model import ScheduleError
+from ._scheduler._model import ScheduleError, ScheduleValidationError
 from ._scheduler._open import open_schedule_store
 from ._scheduler._store import ScheduleStore
 from ._store import StoreError, StoreUnavailable
@@ -56,6 +56,8 @@ def _answering(handler: JsonHandler) -> JsonHandler:
     def run(state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         try:
             return ok(text=json.dumps(handler(state, request), ensure_ascii=False))
+        except ScheduleValidationError as exc:
+            return failed(exc.error_type, str(exc), exc.field)
         except ScheduleError as exc:
             return failed(exc.error_type, str(exc))
         except StoreError as exc:

@@ -6,14 +6,15 @@
   through a :class:`TurnRunner` and notifies a :class:`~toolcage.host_bindings._channel.Channel`;
 * :class:`ScheduleStore` (:mod:`._store`) and :func:`open_schedule_store` -- where
   schedules and runs are kept (the state store's database);
-* :mod:`._cadence` -- cron, once and interval cadences across DST changes;
+* :mod:`._cadence` -- cron, once and interval cadences across DST changes (:mod:`._cron`,
+  :mod:`._forms`, :mod:`._zones`);
 * :class:`Clock`, :class:`SystemClock`, :class:`ManualClock` -- time as an argument.
 """
 
 from toolcage.policies._public import publish
 
 from ._api import ScheduleBook
-from ._cadence import Cadence, parse_cadence, parse_zone
+from ._cadence import Cadence, parse_cadence
 from ._clock import Clock, ManualClock, SystemClock
 from ._model import (
     CadenceType,
@@ -31,6 +32,7 @@ from ._model import (
 from ._open import open_schedule_store
 from ._service import Scheduler, SchedulerSettings, TurnOutcome, TurnRequest, TurnRunner
 from ._store import Claim, ScheduleFilter, ScheduleStore
+from ._zones import canonical_zone, parse_zone
 
 __all__ = [
     "Cadence",
@@ -57,6 +59,7 @@ __all__ = [
     "TurnOutcome",
     "TurnRequest",
     "TurnRunner",
+    "canonical_zone",
     "open_schedule_store",
     "parse_cadence",
     "parse_zone",

@@ -43,7 +43,7 @@ from typing import Any, TypeVar
 
 from toolcage.policies import Principal
 
-from ._cadence import Cadence, parse_cadence, parse_zone
+from ._cadence import Cadence, parse_cadence
 from ._clock import Clock
 from ._model import (
     CadenceType,
@@ -58,6 +58,7 @@ from ._model import (
     SearchPage,
 )
 from ._store import ScheduleFilter, ScheduleStore
+from ._zones import canonical_zone
 
 MAX_GOAL_CHARS = 8000
 MAX_NAME_CHARS = 200
@@ -66,6 +67,7 @@ RUNS_LIMIT_MAX = 20
 OUTPUT_CHARS_MIN, OUTPUT_CHARS_MAX = 200, 8000
 E = TypeVar("E", CadenceType, Notification, ScheduleStatus)
 
+DEFAULT_ZONE = "Etc/UTC"
 EDITABLE = ("name", "goal", "cadence_type", "cadence_value", "timezone", "notification", "status")
 
 
@@ -100,8 +102,7 @@ class ScheduleBook:
         """A new active schedule of ``principal``'s user that runs as ``principal`` and
         notifies the channel its messages go to."""
         goal_text = _text("goal", goal, MAX_GOAL_CHARS)
-        zone = "UTC" if timezone is None else _text("timezone", timezone, 64)
-        parse_zone(zone)
+        zone = DEFAULT_ZONE if timezone is None else canonical_zone(_text("timezone", timezone, 64))
         kind = _choice("cadence_type", cadence_type, CadenceType)
         cadence = self._cadence(kind, cadence_value, zone)
         now = self.clock.now()
@@ -197,8 +198,7 @@ class ScheduleBook:
             changes["notification"] = _choice("notification", patch["notification"], Notification)
         zone = current.timezone
         if "timezone" in patch:
-            zone = _text("timezone", patch["timezone"], 64)
-            parse_zone(zone)
+            zone = canonical_zone(_text("timezone", patch["timezone"], 64))
             changes["timezone"] = zone
         kind = current.cadence_type
         if "cadence_type" in patch:
@@ -219,6 +219,7 @@ class ScheduleBook:
             cadence = self._cadence(kind, value, zone)
             changes["cadence_type"] = kind
             changes["cadence_value"] = cadence.value
+            changes["timezone"] = cadence.zone.key  # canonical, also for one stored before
             changes["next_run_at"] = cadence.next_after(self.clock.now())
             if changes["next_run_at"] is None:
                 raise ScheduleValidationError(

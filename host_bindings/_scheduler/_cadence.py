@@ -1,96 +1,52 @@
-"""Cadences: when a schedule fires, in its IANA time zone, across DST changes.
+"""Cadences: when a schedule fires, in its time zone, across DST changes.
 
-``cron`` is a 5-field expression (minute hour day-of-month month day-of-week) read as
-wall-clock time in the schedule's zone; croniter enumerates the wall-clock times and each
-becomes an instant by this rule:
+``cron`` is a standard 5-field expression or macro (:mod:`._cron`) read as wall-clock time
+in the schedule's zone (:mod:`._zones`). Wall-clock times become instants by cron's own
+rule (Vixie cron, cronie), which depends on how often the expression runs:
 
-* a wall-clock time that does not exist (it falls in a spring-forward gap) runs at the
-  first instant after the gap: ``30 2 * * *`` in Europe/Paris on 2026-03-29 runs at
-  03:00 CEST (01:00Z); several times in one gap run once, at that instant;
-* a wall-clock time that happens twice (a fall-back overlap) runs once, at its first
-  occurrence: ``30 1 * * *`` in America/New_York on 2026-11-01 runs at 01:30 EDT
-  (05:30Z), not again at 01:30 EST.
+* **hourly or more often** -- the minute or the hour field starts with ``*`` (``* * * * *``,
+  ``*/15 * * * *``, ``0 * * * *``, ``0 */2 * * *``, ``*/10 9 * * *``, ``@hourly``): the
+  expression follows real elapsed time. It fires at every instant whose local time
+  matches: a time in a spring-forward gap does not happen, a time in a fall-back's
+  repeated hour happens twice. ``0 * * * *`` in America/New_York fires 25 times, one
+  hour apart, on the fall-back day and 23 times on the spring-forward day;
+  ``*/15 * * * *`` never pauses or doubles.
+* **at fixed local times** -- every other expression (``0 9 * * 1-5``, ``30 1 * * *``,
+  ``0 8-18 * * *``, ``@daily``): each matching local time runs once. A time that happens
+  twice runs at its first occurrence: ``30 1 * * *`` in America/New_York on 2026-11-01
+  runs at 01:30 EDT (05:30Z), not again at 01:30 EST. A time in a gap runs at the end of
+  the gap, the first instant after it: ``30 2 * * *`` in Europe/Paris on 2026-03-29 runs
+  at 03:00 CEST (01:00Z); several times in one gap run once, at that instant.
 
-``interval`` fires every N seconds of elapsed time, whatever the zone (``"90"``,
-``"90s"``, ``"15m"``, ``"2h"``, ``"1d"``, ``"PT1H30M"``, ``"P1DT12H"``), first N seconds
-after creation. ``once`` is an RFC 3339 instant in the future (a time without an offset
-is read in the schedule's zone by the rule above). Cron and interval cadences must not
-fire more often than ``min_interval_secs``.
+``interval`` fires every N seconds of elapsed time whatever the zone, first N seconds after
+creation. ``once`` is one RFC 3339 instant (:mod:`._forms`); one without an offset is read
+in the zone by the fixed-time rule. Cron and interval cadences must not fire more often
+than the minimum interval, measured in real elapsed time: a cron expression is checked at
+its closest two consecutive firings, including those around every DST change of its zone
+in the next eight years.
+
+After downtime, :meth:`Cadence.catch_up` finds the latest due occurrence directly and
+counts what it replaces exactly: interval cadences by arithmetic, cron ones per stretch of
+one UTC offset and per day (:meth:`~._cron.CronSpec.count`).
 """
 
 from __future__ import annotations
 
-import re
 import zoneinfo
-from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from croniter import CroniterError, croniter
+from ._cron import CronSpec
+from ._forms import MAX_AHEAD, excerpt, interval_seconds, parse_instant
+from ._model import CadenceType, ScheduleError, ScheduleValidationError
+from ._zones import Segment, canonical_zone, segments, stored_zone
 
-from ._model import CadenceType, ScheduleValidationError
-
-CRON_EXAMPLES = "e.g. '0 9 * * 1-5' for 09:00 on weekdays, '*/15 * * * *' for every 15 minutes"
-MAX_SKIPPED_COUNTED = 100_000
-"""Missed occurrences counted one by one after downtime; past this the count is a floor."""
-_CRON_CHECK_SPAN = timedelta(days=8)
-_CRON_CHECK_STEPS = 1500
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_ISO_DURATION = re.compile(
-    r"P(?:(?P<w>\d+)W)?(?:(?P<d>\d+)D)?(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+)S)?)?"
-)
-
-
-def parse_zone(name: str) -> zoneinfo.ZoneInfo:
-    """The IANA zone ``name``, or a validation error on ``timezone``."""
-    try:
-        return zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-        raise ScheduleValidationError(
-            "timezone", f"unknown time zone {name!r}; use an IANA name such as 'Europe/Paris'"
-        ) from None
-
-
-@dataclass(frozen=True, slots=True)
-class Cadence:
-    """A validated cadence: its normalised ``value`` and how to find occurrences."""
-
-    kind: CadenceType
-    value: str
-    zone: zoneinfo.ZoneInfo
-
-    def next_after(self, after: datetime) -> datetime | None:
-        """The first occurrence strictly after ``after`` (UTC); ``None`` if none is left."""
-        if self.kind is CadenceType.INTERVAL:
-            return after + timedelta(seconds=int(self.value))
-        if self.kind is CadenceType.ONCE:
-            moment = _parse_instant(self.value, self.zone)
-            return moment if moment > after else None
-        return _next_cron(self.value, self.zone, after)
-
-    def catch_up(self, due: datetime, now: datetime) -> CatchUp:
-        """From the occurrence ``due`` (at or before ``now``): the latest occurrence at or
-        before ``now`` (the one to run) and the earlier ones it replaces."""
-        if self.kind is CadenceType.INTERVAL:
-            step = timedelta(seconds=int(self.value))
-            behind = (now - due) // step
-            latest = due + behind * step
-            return CatchUp(
-                latest, behind, due if behind else None, latest - step if behind else None
-            )
-        if self.kind is CadenceType.ONCE:
-            return CatchUp(due, 0, None, None)
-        latest, skipped = due, 0
-        first: datetime | None = None
-        last: datetime | None = None
-        for following in _cron_instants(self.value, self.zone, due):
-            if following > now or skipped >= MAX_SKIPPED_COUNTED:
-                break
-            first = first or latest
-            last = latest
-            latest = following
-            skipped += 1
-        return CatchUp(latest, skipped, first, last)
+_TINY = timedelta(microseconds=1)
+_YEAR = timedelta(days=366)
+_HORIZON_YEARS = 10
+"""How far :meth:`Cadence.next_after` looks (a valid cron fires within 8 years)."""
+_CHECK_YEARS = 8
+"""The DST changes whose firings the minimum-interval check looks at."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,151 +61,255 @@ class CatchUp:
     last_skipped: datetime | None
 
 
+@dataclass(frozen=True, slots=True)
+class Cadence:
+    """A validated cadence: its normalised ``value`` and how to find occurrences."""
+
+    kind: CadenceType
+    value: str
+    zone: zoneinfo.ZoneInfo
+    cron: CronSpec | None = field(default=None, repr=False)
+    seconds: int = field(default=0, repr=False)
+    moment: datetime | None = field(default=None, repr=False)
+
+    @classmethod
+    def stored(cls, kind: CadenceType, value: str, zone_name: str) -> Cadence:
+        """The cadence of a stored schedule (see :func:`~._zones.stored_zone`); a
+        :class:`~._model.ScheduleError` if it cannot be read."""
+        zone = stored_zone(zone_name)
+        try:
+            if kind is CadenceType.INTERVAL:
+                return cls(kind, value, zone, seconds=interval_seconds(value))
+            if kind is CadenceType.ONCE:
+                return cls(kind, value, zone, moment=_stored_instant(value, zone))
+            return cls(kind, value, zone, cron=CronSpec.parse(value))
+        except ScheduleValidationError as exc:
+            raise ScheduleError(f"the stored cadence cannot be read: {exc}") from None
+
+    def next_after(self, after: datetime) -> datetime | None:
+        """The first occurrence strictly after ``after`` (UTC); ``None`` if none is left."""
+        if self.kind is CadenceType.INTERVAL:
+            following = after + timedelta(seconds=self.seconds)
+            return following
+        if self.cron is not None:
+            return _CronRule(self.cron, self.zone).next_after(after)
+        return self.moment if self.moment is not None and self.moment > after else None
+
+    def catch_up(self, due: datetime, now: datetime) -> CatchUp:
+        """From the occurrence ``due`` (at or before ``now``): the latest occurrence at or
+        before ``now`` (the one to run) and the earlier ones it replaces."""
+        if self.kind is CadenceType.INTERVAL:
+            step = timedelta(seconds=self.seconds)
+            behind = max(0, (now - due) // step)
+            latest = due + behind * step
+            if not behind:
+                return CatchUp(due, 0, None, None)
+            return CatchUp(latest, behind, due, latest - step)
+        if self.kind is CadenceType.ONCE or self.cron is None:
+            return CatchUp(due, 0, None, None)
+        rule = _CronRule(self.cron, self.zone)
+        found = rule.last_in(due + _TINY, now)
+        if found is None:
+            return CatchUp(due, 0, None, None)
+        skipped = rule.count_in(due + _TINY, now)  # the later ones, and ``due`` itself
+        last = rule.last_in(due + _TINY, found - _TINY) or due
+        return CatchUp(found, skipped, due, last)
+
+
 def parse_cadence(
     kind: CadenceType, value: object, zone_name: str, *, now: datetime, min_interval_secs: int
 ) -> Cadence:
-    """The cadence of ``kind`` from the tool argument ``value``, or a validation error on
-    ``cadence_value`` saying what would be accepted."""
-    zone = parse_zone(zone_name)
+    """The cadence of ``kind`` from the tool argument ``value`` in the zone ``zone_name``
+    (a canonical IANA name, see :func:`~._zones.canonical_zone`), or a validation error
+    on the field at fault saying what would be accepted."""
+    zone = zoneinfo.ZoneInfo(canonical_zone(zone_name))
     if kind is CadenceType.INTERVAL:
-        seconds = _interval_seconds(value)
+        seconds = interval_seconds(value)
         if seconds < min_interval_secs:
             raise ScheduleValidationError(
                 "cadence_value",
                 f"every {seconds} s is too often; the minimum interval is {min_interval_secs} s",
             )
-        return Cadence(kind, str(seconds), zone)
+        return Cadence(kind, str(seconds), zone, seconds=seconds)
     if not isinstance(value, str) or not value.strip():
-        raise ScheduleValidationError("cadence_value", f"must be a string for a {kind} cadence")
+        raise ScheduleValidationError(
+            "cadence_value", f"must be a non-empty string for a {kind} cadence"
+        )
     if kind is CadenceType.ONCE:
-        moment = _parse_instant(value.strip(), zone)
+        text = value.strip()
+        moment = _instant(text, zone)
         if moment <= now:
             raise ScheduleValidationError(
                 "cadence_value",
-                f"{value.strip()} is not in the future (now is {now.isoformat()});"
+                f"{excerpt(text)} is not in the future (now is {_z(now)});"
                 " give a later RFC 3339 time",
             )
-        return Cadence(kind, value.strip(), zone)
-    expression = " ".join(value.split())
-    _check_cron(expression, zone, now, min_interval_secs)
-    return Cadence(kind, expression, zone)
-
-
-def _interval_seconds(value: object) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        seconds = value
-    elif isinstance(value, str):
-        seconds = _duration(value.strip())
-    else:
-        seconds = -1
-    if seconds <= 0:
-        raise ScheduleValidationError(
-            "cadence_value",
-            f"{value!r} is not an interval; give seconds ('3600') or a duration"
-            " ('90s', '15m', '2h', '1d', 'PT1H30M')",
-        )
-    return seconds
-
-
-def _duration(text: str) -> int:
-    if text.isdigit():
-        return int(text)
-    simple = re.fullmatch(r"(\d+)\s*([smhdw])", text.lower())
-    if simple:
-        return int(simple[1]) * _UNITS[simple[2]]
-    iso = _ISO_DURATION.fullmatch(text.upper())
-    if iso and text.upper() not in ("P", "PT") and not text.upper().endswith("T"):
-        return sum(int(iso[unit] or 0) * _UNITS[unit.lower()] for unit in "wdhms")
-    return -1
-
-
-def _parse_instant(text: str, zone: zoneinfo.ZoneInfo) -> datetime:
-    try:
-        moment = datetime.fromisoformat(text.replace("z", "Z"))
-    except ValueError:
-        raise ScheduleValidationError(
-            "cadence_value",
-            f"{text!r} is not an RFC 3339 time; write e.g. '2026-12-24T18:00:00+01:00'",
-        ) from None
-    if moment.tzinfo is None:
-        return wall_to_instant(moment, zone)
-    return moment.astimezone(UTC)
-
-
-def _check_cron(expression: str, zone: zoneinfo.ZoneInfo, now: datetime, minimum: int) -> None:
-    fields = expression.split(" ")
-    if len(fields) != 5:
-        raise ScheduleValidationError(
-            "cadence_value",
-            f"a cron expression has 5 fields (minute hour day month weekday), not"
-            f" {len(fields)}; {CRON_EXAMPLES}",
-        )
-    try:
-        walk = croniter(expression, now.astimezone(zone).replace(tzinfo=None))
-        previous: datetime = walk.get_next(datetime)
-        first = previous
-        closest: timedelta | None = None
-        for _ in range(_CRON_CHECK_STEPS):
-            following: datetime = walk.get_next(datetime)
-            gap = following - previous
-            closest = gap if closest is None or gap < closest else closest
-            previous = following
-            if following - first > _CRON_CHECK_SPAN:
-                break
-    except (CroniterError, ValueError, KeyError) as exc:
-        raise ScheduleValidationError(
-            "cadence_value", f"invalid cron expression {expression!r} ({exc}); {CRON_EXAMPLES}"
-        ) from None
-    if closest is not None and closest.total_seconds() < minimum:
-        raise ScheduleValidationError(
-            "cadence_value",
-            f"{expression!r} fires {int(closest.total_seconds())} s apart at its closest;"
-            f" the minimum interval is {minimum} s",
-        )
-
-
-def _next_cron(expression: str, zone: zoneinfo.ZoneInfo, after: datetime) -> datetime | None:
-    return next(_cron_instants(expression, zone, after), None)
-
-
-def _cron_instants(expression: str, zone: zoneinfo.ZoneInfo, after: datetime) -> Iterator[datetime]:
-    """The occurrences strictly after ``after``, in order, each once."""
-    # Wall-clock times only move back in a fall-back's repeated hour, whose times run at
-    # their first occurrence (fold=0): from inside the repeat, the walk meets times whose
-    # instants are already past, and skips them (at most the repeat's worth).
-    walk = croniter(expression, after.astimezone(zone).replace(tzinfo=None))
-    previous = after
-    misses = 0
-    while misses < 10_000:
-        try:
-            wall: datetime = walk.get_next(datetime)
-        except CroniterError:
-            return
-        moment = wall_to_instant(wall, zone)
-        if moment > previous:
-            misses = 0
-            previous = moment
-            yield moment
-        else:
-            misses += 1
+        if moment > now + MAX_AHEAD:
+            raise ScheduleValidationError(
+                "cadence_value",
+                f"{excerpt(text)} is more than {MAX_AHEAD.days} days ahead (now is {_z(now)})",
+            )
+        return Cadence(kind, text, zone, moment=moment)
+    spec = CronSpec.parse(value)
+    expression = value.strip().lower() if value.strip().startswith("@") else " ".join(value.split())
+    _check_spacing(expression, _CronRule(spec, zone), now, min_interval_secs)
+    return Cadence(kind, expression, zone, cron=spec)
 
 
 def wall_to_instant(wall: datetime, zone: zoneinfo.ZoneInfo) -> datetime:
-    """The instant of naive wall-clock time ``wall`` in ``zone`` (UTC), by the module's rule."""
-    first = wall.replace(tzinfo=zone, fold=0)
-    moment = first.astimezone(UTC)
-    if moment.astimezone(zone).replace(tzinfo=None) == wall:
-        return moment  # exists; fold=0 is its first occurrence when it happens twice
-    # In a gap: fold=0 reads it with the offset before the change (an instant after the
-    # gap), fold=1 with the offset after (an instant before it). The change lies between.
-    low = int(wall.replace(tzinfo=zone, fold=1).timestamp())
-    high = int(moment.timestamp())
-    low, high = min(low, high), max(low, high)
-    after_offset = moment.astimezone(zone).utcoffset()
-    while high - low > 1:  # offsets change on whole seconds
-        middle = (low + high) // 2
-        if datetime.fromtimestamp(middle, zone).utcoffset() == after_offset:
-            high = middle
-        else:
-            low = middle
-    return datetime.fromtimestamp(high, UTC)
+    """The instant of naive wall-clock time ``wall`` in ``zone`` (UTC) by the fixed-time
+    rule: its first occurrence, or the end of the gap it falls in."""
+    guess = wall.replace(tzinfo=UTC)
+    for segment in segments(zone, guess - timedelta(days=1), guess + timedelta(days=1)):
+        low = _naive(segment.start + segment.before)
+        if low <= wall < _naive(segment.end + segment.offset):
+            return max((wall - segment.offset).replace(tzinfo=UTC), segment.start)
+    raise AssertionError("the segments cover the day around the wall-clock time")
+
+
+class _CronRule:
+    """A cron expression's occurrences in a zone, by the DST rule of its kind.
+
+    Each stretch of one offset (a :class:`~._zones.Segment`) maps the wall-clock times
+    ``[start + offset, end + offset)`` to instants by subtracting its offset. A segment
+    after a change adds one occurrence at its ``start`` when a matching time lies between
+    the wall clock before and after the change (a gap, for fixed times; just the first
+    time after the change, for real-time ones), and a fixed-time expression skips the
+    times a fall-back repeats (those below ``start + before``)."""
+
+    def __init__(self, spec: CronSpec, zone: zoneinfo.ZoneInfo) -> None:
+        self.spec = spec
+        self.zone = zone
+
+    def _walls(self, segment: Segment) -> tuple[datetime, datetime, datetime]:
+        """The wall-clock times of ``segment``: the lowest that runs at its start, the one
+        at its start, the end (exclusive)."""
+        at = _naive(segment.start + segment.offset)
+        low = at if self.spec.real_time else _naive(segment.start + segment.before)
+        return low, at, _naive(segment.end + segment.offset)
+
+    def _fires_at_start(self, segment: Segment) -> bool:
+        low, at, _ = self._walls(segment)
+        return low <= at and self.spec.first(low, at + _TINY) is not None
+
+    def next_after(self, after: datetime) -> datetime | None:
+        start = after
+        for _ in range(_HORIZON_YEARS):
+            end = start + _YEAR
+            if end.year > 9998:
+                return None
+            since = max(after, start - _TINY)  # instants before ``start`` were searched
+            for segment in segments(self.zone, start, end):
+                if segment.end <= since:
+                    continue
+                if segment.start > since and self._fires_at_start(segment):
+                    return segment.start
+                low, at, high = self._walls(segment)
+                wall = self.spec.first(
+                    max(low, at + _TINY, _naive(since + segment.offset) + _TINY), high
+                )
+                if wall is not None:
+                    return _aware(wall - segment.offset)
+            start = end
+        return None
+
+    def last_in(self, low: datetime, high: datetime) -> datetime | None:
+        """The latest occurrence in ``[low, high]``."""
+        if high < low:
+            return None
+        for segment in reversed(segments(self.zone, low, high + _TINY)):
+            if segment.start > high:
+                continue
+            if segment.end <= low:
+                break
+            floor, at, end = self._walls(segment)
+            wall = self.spec.last(
+                max(floor, at + _TINY, _naive(low + segment.offset)),
+                min(end, _naive(high + segment.offset) + _TINY),
+            )
+            if wall is not None:
+                return _aware(wall - segment.offset)
+            if low <= segment.start and self._fires_at_start(segment):
+                return segment.start
+        return None
+
+    def count_in(self, low: datetime, high: datetime) -> int:
+        """How many occurrences lie in ``[low, high]``."""
+        total = 0
+        if high < low:
+            return total
+        for segment in segments(self.zone, low, high + _TINY):
+            if segment.end <= low or segment.start > high:
+                continue
+            if low <= segment.start and self._fires_at_start(segment):
+                total += 1
+            floor, at, end = self._walls(segment)
+            total += self.spec.count(
+                max(floor, at + _TINY, _naive(low + segment.offset)),
+                min(end, _naive(high + segment.offset) + _TINY),
+            )
+        return total
+
+    def closest(self, now: datetime) -> tuple[timedelta, datetime | None]:
+        """The least real time between two consecutive firings after ``now``, and the
+        DST change it happens at (``None``: on ordinary days)."""
+        minutes, _ = self.spec.closest_wall_gap(_naive(now).date(), _CHECK_YEARS)
+        best, where = timedelta(minutes=minutes), None
+        for segment in segments(self.zone, now, now + _CHECK_YEARS * _YEAR)[1:]:
+            change = segment.start
+            before = self.last_in(change - timedelta(days=8), change - _TINY)
+            first = self.next_after(change - _TINY)
+            if first is None:
+                continue
+            after = self.next_after(first)
+            for earlier, later in ((before, first), (first, after)):
+                if earlier is not None and later is not None and later - earlier < best:
+                    best, where = later - earlier, change
+        return best, where
+
+
+def _check_spacing(expression: str, rule: _CronRule, now: datetime, minimum: int) -> None:
+    closest, change = rule.closest(now)
+    if closest.total_seconds() >= minimum:
+        return
+    around = ""
+    if change is not None:
+        around = f" (around {_z(change)}, when {rule.zone.key} changes its UTC offset)"
+    raise ScheduleValidationError(
+        "cadence_value",
+        f"cron {excerpt(expression)} fires {int(closest.total_seconds())} s apart at its"
+        f" closest{around}; the minimum interval is {minimum} s of real time",
+    )
+
+
+def _instant(text: str, zone: zoneinfo.ZoneInfo) -> datetime:
+    moment, aware = parse_instant(text)
+    if aware:
+        return moment
+    if not 2 <= moment.year <= 9997:
+        raise ScheduleValidationError(
+            "cadence_value", f"{excerpt(text)} is outside the years 0002-9997"
+        )
+    return wall_to_instant(moment, zone)
+
+
+def _stored_instant(text: str, zone: zoneinfo.ZoneInfo) -> datetime:
+    """A stored ``once`` value; one stored before the strict reading, by Python's."""
+    try:
+        return _instant(text, zone)
+    except ScheduleValidationError:
+        legacy = datetime.fromisoformat(text.replace("z", "Z"))
+        return legacy.astimezone(UTC) if legacy.tzinfo else wall_to_instant(legacy, zone)
+
+
+def _naive(moment: datetime) -> datetime:
+    """A UTC instant shifted by an offset, as the naive wall-clock time it reads."""
+    return moment.replace(tzinfo=None)
+
+
+def _aware(wall_utc: datetime) -> datetime:
+    return wall_utc.replace(tzinfo=UTC)
+
+
+def _z(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")

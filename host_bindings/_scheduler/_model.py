@@ -30,7 +30,8 @@ class ScheduleError(Exception):
 
 
 class ScheduleValidationError(ScheduleError, ValueError):
-    """An argument is invalid; ``field`` names it and the message says what would do."""
+    """An argument is invalid; ``field`` names it (the envelope's ``field``) and the
+    message says what would do: the limit and the value given, a short excerpt of it."""
 
     error_type = "validation_error"
 
@@ -56,11 +57,13 @@ class CadenceType(enum.StrEnum):
     """How a schedule repeats."""
 
     CRON = "cron"
-    """A 5-field cron expression, read in the schedule's time zone."""
+    """A standard 5-field cron expression or macro, read in the schedule's time zone
+    (see :mod:`._cron` and, for DST, :mod:`._cadence`)."""
     ONCE = "once"
-    """One RFC 3339 instant in the future."""
+    """One RFC 3339 instant in the future (see :mod:`._forms`)."""
     INTERVAL = "interval"
-    """Every N seconds (``"90"``, ``"15m"``, ``"2h"``, ``"1d"``, ``"PT1H30M"``)."""
+    """Every N seconds of elapsed time (``"90"``, ``"15m"``, ``"2h"``, ``"1d"``,
+    ``"PT1H30M"``)."""
 
 
 class Notification(enum.StrEnum):
@@ -115,7 +118,7 @@ class Schedule:
     cadence_value: str
     """The cron expression, instant or interval, as validated (normalised)."""
     timezone: str
-    """IANA zone name the cadence is read in."""
+    """The canonical IANA zone name the cadence is read in (see :mod:`._zones`)."""
     notification: Notification
     """When runs are sent to ``channel_id``."""
     status: ScheduleStatus

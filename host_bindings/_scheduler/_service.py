@@ -36,7 +36,7 @@ import anyio
 from toolcage.host_bindings._channel import Channel, ChannelMessage, MessageKind
 from toolcage.host_bindings._store import StoreError
 
-from ._cadence import Cadence, parse_zone
+from ._cadence import Cadence
 from ._clock import Clock, SystemClock
 from ._model import (
     CadenceType,
@@ -183,12 +183,10 @@ class Scheduler:
         seen = schedule.next_run_at
         if seen is None:
             return None
-        cadence = Cadence(
-            schedule.cadence_type, schedule.cadence_value, parse_zone(schedule.timezone)
-        )
+        cadence = Cadence.stored(schedule.cadence_type, schedule.cadence_value, schedule.timezone)
         caught = cadence.catch_up(seen, now)
         following = cadence.next_after(caught.occurrence)
-        if following is not None and following <= now:  # the count stopped at its cap
+        if following is not None and following <= now:  # a stored next run off the cadence
             following = cadence.next_after(now)
         done = following is None or schedule.cadence_type is CadenceType.ONCE
         return Claim(

@@ -9,8 +9,8 @@ a :class:`GuestRun`) and the guest's own JSON result meet the error envelope:
   of ``{"kind", "ref", "action"}``); a member of another shape is left out and a warning
   names the tool on the ``toolcage.wasm`` logger -- an operator's guest that sends junk
   there still gets its text through, and the built-in tools' tests fail on the warning;
-- ``{"ok": false, "error_type": ..., "message": ...}`` -> the class of that error_type
-  (an unknown type is an execution error);
+- ``{"ok": false, "error_type": ..., "message": ..., "field"?: ...}`` -> the class of that
+  error_type, naming the argument ``field`` (an unknown type is an execution error);
 - stopped at its deadline -> :class:`ToolTimeoutError`; stopped by the caller or because
   the engine closed -> :class:`ToolCancelledError`;
 - a trap with linear memory at the store limit -> :class:`ToolExecutionError` "memory limit";
@@ -204,7 +204,8 @@ def _guest_error(document: dict[str, object]) -> ToolError:
         kind = ErrorKind(str(document.get("error_type")))
     except ValueError:
         return ToolExecutionError(message)
-    return ERROR_CLASSES[kind](message)
+    field = document.get("field")
+    return ERROR_CLASSES[kind](message, field=field if isinstance(field, str) else None)
 
 
 def _first_line(text: str) -> str:

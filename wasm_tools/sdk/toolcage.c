@@ -344,6 +344,8 @@ static size_t result_size;
 /* The structured parts of a successful result: the details object without its closing
  * brace, the display line, the artifact array without its closing bracket. */
 static tc_buf details_json, display_line, artifacts_json;
+/* The argument a failure is about, if it names one. */
+static tc_buf error_field;
 
 /* (address << 32) | length of the result document, 0 when it went to stdout. */
 __attribute__((export_name("toolcage_result"))) uint64_t toolcage_result(void) {
@@ -358,7 +360,8 @@ int tc_tool_main(tc_tool_fn run) {
     if (!error_type && display_line.len) visible_line(&shown, display_line.data, display_line.len);
     /* Room for the text and the envelope at once: growing by doubling would copy it again
      * and again. */
-    size_t room = out.len + 128 + details_json.len + 2 * shown.len + artifacts_json.len;
+    size_t room = out.len + 128 + details_json.len + 2 * shown.len + artifacts_json.len +
+                  2 * error_field.len;
     doc.data = malloc(room);
     doc.cap = doc.data ? room : 0;
     if (error_type) {
@@ -369,6 +372,10 @@ int tc_tool_main(tc_tool_fn run) {
         tc_buf_puts(&doc, "{\"ok\":true,\"text\":");
     }
     tc_buf_json_string(&doc, out.data, out.len);
+    if (error_type && error_field.len) {
+        tc_buf_puts(&doc, ",\"field\":");
+        tc_buf_json_string(&doc, error_field.data, error_field.len);
+    }
     if (!error_type && details_json.len) {
         tc_buf_puts(&doc, ",\"details\":");
         tc_buf_put(&doc, details_json.data, details_json.len);
@@ -872,6 +879,11 @@ void tc_result_display(const char *fmt, ...) {
 }
 
 tc_buf *tc_display(void) { return &display_line; }
+
+void tc_error_field(const char *field) {
+    error_field.len = 0;
+    if (field) tc_buf_puts(&error_field, field);
+}
 
 void tc_result_artifact(const char *kind, const char *ref, const char *action) {
     tc_buf shown = {0};

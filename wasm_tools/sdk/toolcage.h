@@ -76,6 +76,9 @@ void tc_detail_json(const char *key, const char *value);
 /* All the details at once, a JSON object (members added later go into it); nothing is set
  * when it is not one. */
 void tc_result_details(const char *object);
+/* The argument a failure is about: the error envelope's "field" (tch_result_error sets it
+ * from a host's answer that names one). */
+void tc_error_field(const char *field);
 /* The display line, printf-style. It is sent as one line of visible text: a C0 control or
  * DEL in it becomes a space, and a C1 control (U+0080-U+009F), U+2028, U+2029 or a format
  * character (Unicode category Cf: bidirectional controls, zero-width characters, the byte

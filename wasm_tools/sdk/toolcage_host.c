@@ -90,6 +90,9 @@ const char *tch_result_error(const char *result, tc_buf *msg) {
         if (strcmp(type, known[i]) == 0) kind = known[i];
     if (text) tc_buf_put(msg, text, len);
     else tc_buf_puts(msg, "the host returned an unreadable result");
+    char *field = tc_json_str(tc_json_get(result, "field"), NULL);
+    if (field) tc_error_field(field);
+    free(field);
     free(type);
     free(text);
     return kind;

@@ -116,19 +116,19 @@ class TestValidation:
     @pytest.mark.parametrize(
         ("kind", "value", "zone", "message"),
         [
-            (CadenceType.CRON, "0 9 * *", "UTC", "5 fields"),
-            (CadenceType.CRON, "0 9 * * * *", "UTC", "5 fields"),
-            (CadenceType.CRON, "61 9 * * *", "UTC", "invalid cron expression"),
+            (CadenceType.CRON, "0 9 * *", "UTC", "has 4 fields, not 5"),
+            (CadenceType.CRON, "0 9 * * * *", "UTC", "a seconds or year field is not standard"),
+            (CadenceType.CRON, "61 9 * * *", "UTC", "minute value 61 is outside 0-59"),
             (CadenceType.CRON, "* * * * *", "UTC", None),
             (CadenceType.CRON, "0,1 9 * * *", "UTC", None),
-            (CadenceType.CRON, "0 9 * * 1-5", "Mars/Olympus", "unknown time zone"),
+            (CadenceType.CRON, "0 9 * * 1-5", "Mars/Olympus", "not an IANA time zone name"),
             (CadenceType.ONCE, "2025-12-31T23:00:00Z", "UTC", "not in the future"),
-            (CadenceType.ONCE, "next tuesday", "UTC", "RFC 3339"),
+            (CadenceType.ONCE, "next tuesday", "UTC", "not an RFC 3339 date-time"),
             (CadenceType.INTERVAL, "30s", "UTC", "minimum interval is 60"),
             (CadenceType.INTERVAL, "fortnightly", "UTC", "not an interval"),
             (CadenceType.INTERVAL, 0, "UTC", "not an interval"),
             (CadenceType.INTERVAL, True, "UTC", "not an interval"),
-            (CadenceType.CRON, 5, "UTC", "must be a string"),
+            (CadenceType.CRON, 5, "UTC", "must be a non-empty string"),
         ],
     )
     def test_refusals_name_the_field_and_the_fix(
