@@ -4,7 +4,7 @@ gets which."""
 from toolcage.policies._public import publish
 
 from ._abi import ABI_VERSION, AbiError, module_name
-from ._base import CallResources, CallState, HostBinding, current_call
+from ._base import CallResources, CallState, HostBinding, Landing, current_call
 from ._channel import Channel, ChannelMessage, MessageKind
 from ._clock import ClockBinding, host_timezone
 from ._fs import FsBinding
@@ -46,6 +46,7 @@ __all__ = [
     "HttpBinding",
     "HttpFailure",
     "HttpResponse",
+    "Landing",
     "LogBinding",
     "ManualClock",
     "MediaBinding",

@@ -54,6 +54,26 @@ class CallResources:
             item.close()
 
 
+class Landing:
+    """Where a host function reports that the call's effect has landed (a write committed).
+
+    The runner attaches its stop switch (:meth:`attach`): a guest whose effect landed is
+    given a short grace past its deadline to return and report it, so that a call which
+    reports ``timeout`` has had no effect. Only the guest's own thread reports."""
+
+    def __init__(self) -> None:
+        self._hook: Callable[[], None] | None = None
+
+    def attach(self, hook: Callable[[], None]) -> None:
+        """Call ``hook`` whenever the call's effect lands."""
+        self._hook = hook
+
+    def landed(self) -> None:
+        """The call's effect has landed: let its guest report it."""
+        if self._hook is not None:
+            self._hook()
+
+
 _NOBODY = Principal()
 """The default principal of a call state built without one (tests, benchmarks)."""
 
@@ -77,6 +97,8 @@ class CallState:
     principal: Principal = _NOBODY
     """Who the call belongs to: the only user whose state the state bindings reach, the
     only session whose scratchpad they reach, the agent whose vault grants apply."""
+    landing: Landing = field(default_factory=Landing)
+    """Report an effect that landed (see :class:`Landing`)."""
     decide: Callable[[str, bool, str], None] | None = None
     """Report a policy's verdict (policy, allowed, reason) to whatever observes the call
     (the audit log, telemetry); ``None`` when nothing does."""

@@ -52,7 +52,7 @@ def answering(handler: Handler) -> Handler:
     @functools.wraps(handler)
     def run(state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         try:
-            with waits.until(state.deadline):
+            with waits.until(state.deadline, state.landing.landed):
                 return handler(state, request)
         except InvalidRequest as exc:
             return failed("validation_error", str(exc))

@@ -39,6 +39,7 @@ from . import _keywords as keywords
 from . import _libsql_statements as statements_for
 from . import _rows as rows
 from . import _schema as schema
+from . import _waits as waits
 from ._counters import RemoteCounters
 from ._fusion import fuse, max_distance, pack_vector, pool_size
 from ._keywords import Statement
@@ -126,6 +127,7 @@ class RemoteStore:
         """Run ``statements`` as one transaction; the rows of each."""
         with self._translated():
             results = self._client.batch(statements)
+        waits.committed()
         return [[tuple(row) for row in result.rows] for result in results]
 
     @contextlib.contextmanager

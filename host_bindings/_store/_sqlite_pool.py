@@ -136,6 +136,7 @@ class ConnectionPool:
                         " write could commit; nothing was changed"
                     )
                 conn.execute("COMMIT")
+                waits.committed()
             except BaseException:
                 if not conn.getautocommit():
                     conn.execute("ROLLBACK")

@@ -10,32 +10,45 @@ last, which is its own limit or less: the time left before the deadline, less
 The margin is what makes a timeout mean "nothing happened". A write transaction commits
 only while :func:`expired` is false; past that it is rolled back and the request fails
 with :class:`~._protocol.StoreTimeout`. A commit that lands leaves the guest the margin to
-report it before the deadline stops it, so a call that reports ``timeout`` has had no
-effect, and one whose write landed reports success. Outside a call (no :func:`until`), a
-wait lasts its own limit.
+report it before the deadline stops it, and :func:`committed` tells the call that its
+effect landed (its guest then has a grace past the deadline to report it), so a call that
+reports ``timeout`` has had no effect, and one whose write landed reports success.
+Outside a call (no :func:`until`), a wait lasts its own limit.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 
 MARGIN = 0.25
 """Seconds before the call's deadline by which a write must have committed."""
 
 _deadline: ContextVar[float | None] = ContextVar("toolcage_store_deadline", default=None)
+_landed: ContextVar[Callable[[], None] | None] = ContextVar("toolcage_store_landed", default=None)
 
 
 @contextlib.contextmanager
-def until(deadline: float | None) -> Iterator[None]:
-    """Bound the store's waits in this context by ``deadline`` (``time.monotonic()``)."""
+def until(deadline: float | None, landed: Callable[[], None] | None = None) -> Iterator[None]:
+    """Bound the store's waits in this context by ``deadline`` (``time.monotonic()``);
+    ``landed()`` is called when a write commits (see :func:`committed`)."""
     token = _deadline.set(deadline)
+    hook = _landed.set(landed)
     try:
         yield
     finally:
+        _landed.reset(hook)
         _deadline.reset(token)
+
+
+def committed() -> None:
+    """A write of this context has committed: the call must be let to report it
+    (:class:`~toolcage.host_bindings.Landing`), whatever the margin left."""
+    landed = _landed.get()
+    if landed is not None:
+        landed()
 
 
 def budget(longest: float) -> float:

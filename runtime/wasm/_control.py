@@ -19,6 +19,10 @@ import time
 
 STOP_MESSAGE = b"toolcage: guest stopped"
 
+LANDED_GRACE = 1.0
+"""Seconds past its deadline a guest whose effect landed has to report it (less than the
+pipeline's :data:`~.._deadline.STOP_GRACE`, which waits for that report)."""
+
 OVERRAN = "overran"
 """The stop reason of a guest that ran past its time on the event loop's thread."""
 
@@ -29,6 +33,7 @@ class CallControl:
     def __init__(self, deadline: float, overrun: float | None = None) -> None:
         self.deadline = deadline
         """``time.monotonic()`` value at which the guest is stopped."""
+        self._latest = deadline + LANDED_GRACE
         self.overrun = overrun
         """``time.monotonic()`` value past which a guest on the event loop's thread yields it."""
         self.reason: str | None = None
@@ -41,6 +46,12 @@ class CallControl:
         with self._lock:
             if self.reason is None:
                 self.reason = reason
+
+    def landed(self) -> None:
+        """The guest's effect landed (a host function committed a write): it is not stopped
+        before it has had :data:`LANDED_GRACE` to report it, so a run stopped at its
+        deadline has changed nothing."""
+        self.deadline = max(self.deadline, min(time.monotonic() + LANDED_GRACE, self._latest))
 
     def should_stop(self) -> bool:
         if self.reason is None:

@@ -292,7 +292,10 @@ class WasmToolRunner:
         store = GuestStore(
             self.engine.engine, limits.memory_bytes, control.should_stop, STOP_MESSAGE
         )
-        token = current_call.set(state) if state is not None else None
+        token = None
+        if state is not None:
+            state.landing.attach(control.landed)
+            token = current_call.set(state)
         try:
             _set_wasi(store, name, arguments, mounts, stdout, stderr)
             _run_guest(name, store, prepared.pre, run)

@@ -14,6 +14,7 @@ from pathlib import Path
 import anyio
 import apsw
 import pytest
+from toolcage.host_bindings._store import _waits as waits
 from toolcage.runtime import Runtime, ToolExecutionContext, ToolResult
 from toolcage.runtime._deadline import abandoned_count
 
@@ -117,3 +118,34 @@ class TestLockedDatabase:
         assert not result.is_error, result.output_text
         pad = json.loads((await call(runtime, "scratchpad_read")).output_text.split("\n", 1)[0])
         assert pad["items"] == ["b"]
+
+    async def test_a_write_that_lands_past_the_deadline_is_reported_as_done(
+        self, runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # Let a write commit up to a second after the call's deadline (the margin that
+        # normally keeps commits before it), and land one there: its guest, which the
+        # deadline would stop, is given the grace to report it -- never "timeout" beside a
+        # saved note.
+        monkeypatch.setattr(waits, "MARGIN", -1.0)
+        store = tmp_path / "state.db"
+        assert not (await call(runtime, "memory_save", content="first")).is_error
+        results: list[ToolResult] = []
+        with write_lock(store) as holder:
+            began = time.monotonic()
+            async with anyio.create_task_group() as tasks:
+
+                async def save() -> None:
+                    results.append(await call(runtime, "memory_save", content="late"))
+
+                tasks.start_soon(save)
+                await anyio.sleep(max(0.0, began + 2.3 - time.monotonic()))
+                holder.execute("ROLLBACK")  # past the 2 s deadline: the save commits now
+        [result] = results
+        await settled()
+        saved = notes(store)
+        if result.is_error:
+            assert result.error is not None
+            assert result.error.kind.value == "timeout", result.error.message
+            assert saved == 1
+        else:
+            assert saved == 2
