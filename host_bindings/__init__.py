@@ -18,9 +18,13 @@ from ._progress import LogBinding, ProgressBinding
 from ._rate_limits import ByteMeter, RateLimited, RateLimiter
 from ._scheduler import (
     ManualClock,
+    Schedule,
     Scheduler,
     SchedulerSettings,
     ScheduleStore,
+    TurnOutcome,
+    TurnRequest,
+    TurnRunner,
     open_schedule_store,
 )
 from ._schedules import SchedulerBinding
@@ -55,6 +59,7 @@ __all__ = [
     "ProgressBinding",
     "RateLimited",
     "RateLimiter",
+    "Schedule",
     "ScheduleStore",
     "Scheduler",
     "SchedulerBinding",
@@ -63,6 +68,9 @@ __all__ = [
     "SearchBinding",
     "StateServices",
     "StoreError",
+    "TurnOutcome",
+    "TurnRequest",
+    "TurnRunner",
     "UnknownCapability",
     "VaultBinding",
     "current_call",

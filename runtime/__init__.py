@@ -15,6 +15,7 @@ need (an HTTP client, pydantic's model builder for functions, OpenTelemetry, ...
 
 import typing as _typing
 
+from toolcage.host_bindings import Schedule, TurnOutcome, TurnRequest
 from toolcage.policies import (
     LoopLimits,
     Principal,
@@ -107,6 +108,7 @@ __all__ = [
     "Rewrite",
     "Runtime",
     "SafetyTier",
+    "Schedule",
     "ScheduledTurns",
     "SessionKind",
     "SessionLink",
@@ -128,6 +130,8 @@ __all__ = [
     "ToolTimeoutError",
     "ToolValidationError",
     "ToolcageConfig",
+    "TurnOutcome",
+    "TurnRequest",
     "TurnResult",
     "UsageError",
     "UserMessage",

@@ -4,10 +4,10 @@
 
 Fires the due schedules of the ``[state]`` store's file as agent turns on the named model
 (API key from ``$TOOLCAGE_MODEL_API_KEY``), under the ``[scheduler]`` budgets, each as the
-principal that created it (see :mod:`._scheduled_turns`). Each firing and each run's end
-is logged to stderr; notifications are the :class:`~._channel.JsonLinesChannel`'s lines on
-stdout. SIGTERM or SIGINT stops it cleanly: runs in flight are cancelled and recorded
-failed, and it exits 0.
+principal that created it (see :mod:`._scheduled_turns`), with the ``[scheduler]`` lease,
+poll interval and concurrency. Each firing and each run's end is logged to stderr;
+notifications are the :class:`~._channel.JsonLinesChannel`'s lines on stdout. SIGTERM or
+SIGINT stops it cleanly: runs in flight are cancelled and recorded failed, and it exits 0.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import anyio
-from toolcage.host_bindings._scheduler import Scheduler
+from toolcage.host_bindings._scheduler import Scheduler, SchedulerSettings
 from toolcage.host_bindings._scheduler._sqlite import EmbeddedScheduleStore
 from toolcage.host_bindings._store import StoreError
 from toolcage.policies import ConfigError, ToolcageConfig, load_config
@@ -69,7 +69,12 @@ async def _serve(args: argparse.Namespace, config: ToolcageConfig, api_key: str,
     runtime = Runtime.from_config(config, channel=channel, models={"default": client})
     url = config.state.store_url(config.base_dir)
     with EmbeddedScheduleStore(path, url=url) as store:
-        scheduler = Scheduler(store, ScheduledTurns(runtime, client), channel=channel)
+        scheduler = Scheduler(
+            store,
+            ScheduledTurns(runtime, client),
+            channel=channel,
+            settings=SchedulerSettings.from_config(config.scheduler),
+        )
         async with runtime, anyio.create_task_group() as group:
             group.start_soon(_stop_on_signal, group.cancel_scope)
             logger.info(

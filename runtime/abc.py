@@ -13,12 +13,16 @@
 :class:`HostBinding`   a capability linked into a WASI guest (``http``, ``clock``, ...)
 :class:`Channel`       where messages to the user go: scheduled runs' notifications, media
                        (:class:`~toolcage.runtime._channel.JsonLinesChannel` prints them)
+:class:`TurnRunner`    what runs a scheduled goal for the scheduler: a
+                       :class:`~toolcage.runtime.TurnRequest` in, a
+                       :class:`~toolcage.runtime.TurnOutcome` out
+                       (:class:`~toolcage.runtime.ScheduledTurns` runs it as an agent turn)
 =====================  ===============================================================
 
 Each is a :class:`typing.Protocol`: implement the methods, no base class to inherit.
 """
 
-from toolcage.host_bindings import Channel, HostBinding
+from toolcage.host_bindings import Channel, HostBinding, TurnRunner
 from toolcage.policies._public import publish
 
 from ._approval import ApprovalPolicy
@@ -39,6 +43,7 @@ __all__ = [
     "SecurityCheck",
     "StreamDecoder",
     "Tool",
+    "TurnRunner",
 ]
 
 publish(globals(), __all__, within="toolcage.runtime")

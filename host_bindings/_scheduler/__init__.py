@@ -3,7 +3,8 @@
 * :class:`ScheduleBook` (:mod:`._api`) -- what the scheduler tools call: create, search,
   edit, delete, runs, run output, one user at a time, typed errors for the envelope;
 * :class:`Scheduler` (:mod:`._service`) -- the service that fires due occurrences
-  through a :class:`TurnRunner` and notifies a :class:`~toolcage.host_bindings._channel.Channel`;
+  through a :class:`TurnRunner` (:mod:`._turn`), runs each (:mod:`._runs`) and notifies a
+  :class:`~toolcage.host_bindings._channel.Channel`, as :class:`SchedulerSettings` say;
 * :class:`ScheduleStore` (:mod:`._store`) and :func:`open_schedule_store` -- where
   schedules and runs are kept (the state store's database);
 * :mod:`._cadence` -- cron, once and interval cadences across DST changes (:mod:`._cron`,
@@ -30,8 +31,10 @@ from ._model import (
     SearchPage,
 )
 from ._open import open_schedule_store
-from ._service import Scheduler, SchedulerSettings, TurnOutcome, TurnRequest, TurnRunner
-from ._store import Claim, ScheduleFilter, ScheduleStore
+from ._service import Scheduler
+from ._settings import SchedulerSettings
+from ._store import Claim, Fault, ScheduleFilter, ScheduleStore
+from ._turn import TurnOutcome, TurnRequest, TurnRunner
 from ._zones import canonical_zone, parse_zone
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
     "CadenceType",
     "Claim",
     "Clock",
+    "Fault",
     "ManualClock",
     "Notification",
     "OutputChunk",

@@ -49,6 +49,12 @@ class ManualClock:
     def now(self) -> datetime:
         return self._now
 
+    @property
+    def waiting(self) -> int:
+        """How many tasks wait on this clock: a test knows a service has settled (its
+        poll loop and lease keepers asleep) before it moves time on."""
+        return len(self._waiters)
+
     def set(self, moment: datetime) -> None:
         """Jump to ``moment`` (forward or back) and wake every waiter to look again."""
         self._now = moment.astimezone(UTC)
@@ -63,4 +69,8 @@ class ManualClock:
         while self._now < moment:
             waiter = anyio.Event()
             self._waiters.append(waiter)
-            await waiter.wait()
+            try:
+                await waiter.wait()
+            finally:  # a cancelled sleeper waits no more
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)

@@ -25,7 +25,7 @@ from toolcage.host_bindings._store._protocol import StoreError, StoreUnavailable
 from toolcage.host_bindings._store._schema import META_TABLE
 
 from ._model import OutputChunk, RunRecord, RunStatus, Schedule
-from ._store import Claim, ScheduleFilter
+from ._store import Claim, Fault, ScheduleFilter
 from ._tables import (
     EDITABLE_COLUMNS,
     INSERT_SCHEDULE,
@@ -36,6 +36,7 @@ from ._tables import (
     SCHEDULE_OF_RUN,
     VERSION_KEY,
     column_value,
+    fault_statements,
     run_row,
     schedule_row,
     schedule_values,
@@ -289,6 +290,10 @@ class RemoteScheduleStore:
             ]
         )
         return int(results[-1].rows[0][0]) == 1
+
+    def record_fault(self, fault: Fault) -> bool:
+        results = self._batch(fault_statements(fault))
+        return bool(results[0].rows_affected == 1)
 
     def renew(self, run_id: str, owner: str, lease_until: datetime) -> bool:
         result = self._execute(

@@ -28,7 +28,7 @@ from ._model import (
     RunStatus,
     Schedule,
 )
-from ._store import Claim, ScheduleFilter
+from ._store import Claim, Fault, ScheduleFilter
 from ._tables import (
     EDITABLE_COLUMNS,
     INSERT_SCHEDULE,
@@ -39,6 +39,7 @@ from ._tables import (
     SCHEDULE_OF_RUN,
     VERSION_KEY,
     column_value,
+    fault_statements,
     run_row,
     schedule_row,
     schedule_values,
@@ -256,6 +257,15 @@ class EmbeddedScheduleStore:
         except _Lost:
             return False
         return True
+
+    def record_fault(self, fault: Fault) -> bool:
+        with _translated(self._url), self._pool.write() as conn:
+            paused = False
+            for number, (sql, values) in enumerate(fault_statements(fault)):
+                conn.execute(sql, values)
+                if number == 0:
+                    paused = conn.changes() == 1
+            return paused
 
     def renew(self, run_id: str, owner: str, lease_until: datetime) -> bool:
         with _translated(self._url), self._pool.write() as conn:

@@ -8,7 +8,7 @@ migrations can collide with the other's.
 
 Every owner-facing method takes ``user_id`` and scopes its SQL by it, so another user's
 schedule or run is exactly like a missing one. The service-facing methods
-(:meth:`due_schedules`, :meth:`claim`, :meth:`renew`, :meth:`finish_run`,
+(:meth:`due_schedules`, :meth:`claim`, :meth:`record_fault`, :meth:`renew`, :meth:`finish_run`,
 :meth:`expire_leases`, :meth:`get_run`, :meth:`schedule_of_run`) work across users.
 
 Never twice: :meth:`claim` moves a schedule's ``next_run_at`` forward and inserts the run
@@ -63,6 +63,22 @@ class Claim:
     skipped_last: datetime | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """A schedule the scheduler cannot run (its time zone is unknown to this host, its
+    cadence cannot be computed, ...): it is paused and the occurrence recorded failed."""
+
+    schedule_id: str
+    seen_next_run_at: datetime
+    """The ``next_run_at`` the scheduler read; nothing is recorded if it has moved."""
+    run_id: str
+    """The failed run recorded for the occurrence ``seen_next_run_at``."""
+    owner: str
+    at: datetime
+    reason: str
+    """What went wrong and what would fix it: the run's summary and output."""
+
+
 @runtime_checkable
 class ScheduleStore(Protocol):
     """Schedules and their runs, of many users. Thread-safe; close when done."""
@@ -97,6 +113,12 @@ class ScheduleStore(Protocol):
 
     def claim(self, claim: Claim) -> bool:
         """Take the occurrence atomically (see the module docstring)."""
+        ...
+
+    def record_fault(self, fault: Fault) -> bool:
+        """Pause the schedule and record its occurrence ``failed`` with the reason, in one
+        transaction, if it is still active, idle and at ``seen_next_run_at``; ``False``
+        when it is not (another scheduler or its owner changed it)."""
         ...
 
     def renew(self, run_id: str, owner: str, lease_until: datetime) -> bool:

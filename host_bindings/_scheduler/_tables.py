@@ -26,6 +26,7 @@ from ._model import (
     Schedule,
     ScheduleStatus,
 )
+from ._store import Fault
 
 VERSION_KEY = "scheduler_schema_version"
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -115,7 +116,43 @@ SCHEDULE_OF_RUN = (
     " FROM schedules AS s JOIN schedule_runs AS r ON r.schedule_id = s.schedule_id"
     " WHERE r.run_id = ?"
 )
+# A fault, in three statements of one transaction (a libSQL batch has no branches): pause
+# the schedule if it is still as seen, marking it with the run id; insert the failed run
+# only where the mark is; clear the mark.
+FAULT_PAUSE = (
+    "UPDATE schedules SET status = 'paused', running_run_id = ? WHERE schedule_id = ?"
+    " AND next_run_us = ? AND status = 'active' AND running_run_id IS NULL"
+)
+FAULT_RUN = (
+    "INSERT OR IGNORE INTO schedule_runs (run_id, schedule_id, user_id, occurrence_us,"
+    " status, owner, started_us, ended_us, summary, output) SELECT ?, schedule_id, user_id,"
+    " ?, 'failed', ?, ?, ?, ?, ? FROM schedules WHERE schedule_id = ? AND running_run_id = ?"
+)
+FAULT_CLEAR = "UPDATE schedules SET running_run_id = NULL WHERE running_run_id = ?"
 LEASE_EXPIRED = "the scheduler running it stopped before it ended (its lease expired)"
+
+
+def fault_statements(fault: Fault) -> list[tuple[str, tuple[object, ...]]]:
+    """The statements that record ``fault`` (see :data:`FAULT_PAUSE`), with their values."""
+    at = to_us(fault.at)
+    return [
+        (FAULT_PAUSE, (fault.run_id, fault.schedule_id, to_us(fault.seen_next_run_at))),
+        (
+            FAULT_RUN,
+            (
+                fault.run_id,
+                to_us(fault.seen_next_run_at),
+                fault.owner,
+                at,
+                at,
+                fault.reason,
+                fault.reason,
+                fault.schedule_id,
+                fault.run_id,
+            ),
+        ),
+        (FAULT_CLEAR, (fault.run_id,)),
+    ]
 
 
 def to_us(moment: datetime | None) -> int | None:

@@ -12,8 +12,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+from toolcage.host_bindings import Scheduler, TurnOutcome, TurnRequest
 from toolcage.host_bindings._scheduler._clock import ManualClock
-from toolcage.host_bindings._scheduler._service import Scheduler, TurnOutcome, TurnRequest
 from toolcage.host_bindings._scheduler._sqlite import EmbeddedScheduleStore
 from toolcage.policies import ConfigError
 from toolcage.runtime import Runtime, ToolExecutionContext, ToolResult

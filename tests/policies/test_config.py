@@ -95,3 +95,37 @@ class TestLoadConfigBounds:
         text = '[[mounts.areas]]\nhost = "absent"\nguest = "/a"\ntiers = { read_only = "ro" }\n'
         config = load_config(write(tmp_path, text))
         assert config.mounts.areas[0].host == Path("absent")
+
+
+class TestSchedulerService:
+    def test_defaults_and_values(self, tmp_path: Path) -> None:
+        default = load_config(None).scheduler
+        assert (default.lease_secs, default.poll_secs, default.max_concurrent_runs) == (60, 1, 4)
+        text = "[scheduler]\nlease_secs = 90\npoll_secs = 0.5\nmax_concurrent_runs = 16\n"
+        config = load_config(write(tmp_path, text)).scheduler
+        assert (config.lease_secs, config.poll_secs, config.max_concurrent_runs) == (90, 0.5, 16)
+
+    @pytest.mark.parametrize(
+        ("line", "message"),
+        [
+            ("lease_secs = 5", r"scheduler\.lease_secs: .* greater than or equal to 30 \(got 5\)"),
+            (
+                "lease_secs = 100000",
+                r"scheduler\.lease_secs: .* less than or equal to 86400 \(got 100000\)",
+            ),
+            ("poll_secs = 0", r"scheduler\.poll_secs: .* greater than or equal to 0\.05 \(got 0\)"),
+            (
+                "max_concurrent_runs = 0",
+                r"scheduler\.max_concurrent_runs: .* greater than or equal to 1 \(got 0\)",
+            ),
+            (
+                "max_concurrent_runs = 1000",
+                r"scheduler\.max_concurrent_runs: .* less than or equal to 256 \(got 1000\)",
+            ),
+        ],
+    )
+    def test_out_of_range_names_key_limit_and_value(
+        self, tmp_path: Path, line: str, message: str
+    ) -> None:
+        with pytest.raises(ConfigError, match=message):
+            load_config(write(tmp_path, f"[scheduler]\n{line}\n"))

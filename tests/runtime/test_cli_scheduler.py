@@ -11,8 +11,15 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from toolcage.host_bindings._scheduler import ManualClock, RunStatus, ScheduleBook
+import apsw
+from toolcage.host_bindings._scheduler import (
+    ManualClock,
+    RunStatus,
+    ScheduleBook,
+    ScheduleStatus,
+)
 from toolcage.host_bindings._scheduler._sqlite import EmbeddedScheduleStore
+from toolcage.host_bindings._scheduler._tables import LEASE_EXPIRED
 from toolcage.policies import Principal
 
 from .fake_llm import API_KEY, MODEL, FakeModel, FakeModelServer, Reply
@@ -21,11 +28,31 @@ COMMAND = [sys.executable, "-m", "toolcage.runtime", "scheduler"]
 GOAL = "Count the new posts on the team feed"
 
 
-def write_config(tmp_path: Path) -> Path:
+def write_config(tmp_path: Path, scheduler: str = "") -> Path:
     (tmp_path / "workspace").mkdir()
     path = tmp_path / "toolcage.toml"
-    path.write_text('[state]\nurl = "state.db"\n')
+    path.write_text(f'[state]\nurl = "state.db"\n{scheduler}')
     return path
+
+
+def start(config: Path, base_url: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            *COMMAND,
+            "--config",
+            str(config),
+            "--provider",
+            "openai_chat",
+            "--base-url",
+            base_url,
+            "--model",
+            MODEL,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TOOLCAGE_MODEL_API_KEY": API_KEY},
+    )
 
 
 def due_schedule(db: Path) -> str:
@@ -48,23 +75,7 @@ class TestSchedulerCommand:
         schedule_id = due_schedule(tmp_path / "state.db")
         model = FakeModel("openai_chat", False, [Reply("3 new posts")])
         with FakeModelServer(model) as base_url:
-            process = subprocess.Popen(
-                [
-                    *COMMAND,
-                    "--config",
-                    str(config),
-                    "--provider",
-                    "openai_chat",
-                    "--base-url",
-                    base_url,
-                    "--model",
-                    MODEL,
-                ],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                env={**os.environ, "TOOLCAGE_MODEL_API_KEY": API_KEY},
-            )
+            process = start(config, base_url)
             try:
                 assert process.stdout is not None
                 line = process.stdout.readline()  # the notification, once the run ended
@@ -100,4 +111,74 @@ class TestSchedulerCommand:
         )
         assert done.returncode == 2
         assert "--provider, --base-url, --model, $TOOLCAGE_MODEL_API_KEY" in done.stderr
+        assert "Traceback" not in done.stderr
+
+    def test_a_killed_scheduler_blocks_its_schedule_for_the_configured_lease_only(
+        self, tmp_path: Path
+    ) -> None:
+        config = write_config(tmp_path, "[scheduler]\nlease_secs = 30\npoll_secs = 0.2\n")
+        db = tmp_path / "state.db"
+        schedule_id = due_schedule(db)
+        model = FakeModel("openai_chat", False, [Reply("too late", stall=600)])
+        with FakeModelServer(model) as base_url:
+            killed = start(config, base_url)
+            try:
+                model.requested.wait()  # the run is claimed and its turn under way
+            finally:
+                killed.kill()
+                killed.communicate()
+            with EmbeddedScheduleStore(db, url="sqlite:state.db") as store:
+                (run,) = store.list_runs("ada", schedule_id, 5) or []
+            assert run.status is RunStatus.RUNNING
+            conn = apsw.Connection(str(db))
+            try:
+                lease = conn.execute(
+                    "SELECT lease_us - started_us FROM schedule_runs WHERE run_id = ?",
+                    (run.run_id,),
+                ).fetchall()
+            finally:
+                conn.close()
+            assert lease == [(30_000_000,)]  # the configured lease, not a fixed one
+            survivor = start(config, base_url)
+            try:
+                assert survivor.stdout is not None
+                line = survivor.stdout.readline()  # once the lease has run out
+            finally:
+                survivor.send_signal(signal.SIGTERM)
+                _out, err = survivor.communicate()
+        assert survivor.returncode == 0, err
+        message = json.loads(line)
+        assert (message["data"]["run_id"], message["data"]["status"]) == (run.run_id, "failed")
+        assert message["text"] == LEASE_EXPIRED
+        with EmbeddedScheduleStore(db, url="sqlite:state.db") as store:
+            ended = store.get_run(run.run_id)
+            schedule = store.get_schedule("ada", schedule_id)
+        assert ended is not None
+        assert ended.status is RunStatus.FAILED
+        assert ended.ended_at is not None
+        assert ended.ended_at - run.started_at >= timedelta(seconds=30)
+        assert schedule is not None
+        assert schedule.status is ScheduleStatus.ACTIVE
+
+    def test_a_bad_scheduler_setting_is_a_clear_error(self, tmp_path: Path) -> None:
+        done = subprocess.run(
+            [
+                *COMMAND,
+                "--config",
+                str(write_config(tmp_path, "[scheduler]\nmax_concurrent_runs = 0\n")),
+                "--provider",
+                "openai_chat",
+                "--base-url",
+                "http://127.0.0.1:9",
+                "--model",
+                MODEL,
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "TOOLCAGE_MODEL_API_KEY": API_KEY},
+            check=False,
+        )
+        assert done.returncode == 2
+        assert "scheduler.max_concurrent_runs" in done.stderr
+        assert "greater than or equal to 1 (got 0)" in done.stderr
         assert "Traceback" not in done.stderr

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from toolcage.host_bindings._scheduler import (
     Claim,
+    Fault,
     ManualClock,
     RunStatus,
     ScheduleBook,
@@ -163,6 +164,38 @@ class TestClaims:
         assert (owner.schedule_id, owner.user_id) == (schedule_id, "ada")
         assert any_store.schedule_of_run("run-unknown") is None
         assert len(any_store.due_schedules(later + timedelta(hours=1), 10)) == 1
+
+
+class TestFaults:
+    def test_a_fault_pauses_once_and_records_the_occurrence_failed(
+        self, any_book: ScheduleBook, any_store: ScheduleStore
+    ) -> None:
+        schedule_id = hourly(any_book)
+        seen = any_book.get("ada", schedule_id).next_run_at
+        assert seen is not None
+
+        def fault(run_id: str) -> Fault:
+            return Fault(schedule_id, seen, run_id, "a", seen, "its zone is unknown")
+
+        assert any_store.record_fault(fault("run-1")) is True
+        assert any_store.record_fault(fault("run-2")) is False  # paused already
+        schedule = any_book.get("ada", schedule_id)
+        assert (schedule.status, schedule.next_run_at) == (ScheduleStatus.PAUSED, seen)
+        (run,) = any_book.runs("ada", schedule_id)
+        assert (run.run_id, run.status, run.occurrence_at) == ("run-1", RunStatus.FAILED, seen)
+        assert (run.summary, run.started_at, run.ended_at) == ("its zone is unknown", seen, seen)
+        assert any_store.due_schedules(seen + timedelta(days=1), 10) == []
+
+    def test_a_schedule_that_moved_or_runs_is_left_alone(
+        self, any_book: ScheduleBook, any_store: ScheduleStore
+    ) -> None:
+        schedule_id = hourly(any_book)
+        claim = claim_of(any_book, schedule_id)
+        assert any_store.claim(claim)
+        stale = Fault(schedule_id, claim.seen_next_run_at, "run-x", "a", START, "late")
+        assert any_store.record_fault(stale) is False
+        assert any_book.get("ada", schedule_id).status is ScheduleStatus.ACTIVE
+        assert [r.run_id for r in any_book.runs("ada", schedule_id)] == [claim.run_id]
 
 
 class TestService:
