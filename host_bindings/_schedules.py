@@ -42,7 +42,8 @@ from ._scheduler._clock import Clock, SystemClock
 from ._scheduler._model import ScheduleError, ScheduleValidationError
 from ._scheduler._open import open_schedule_store
 from ._scheduler._store import ScheduleStore
-from ._store import StoreError, StoreUnavailable
+from ._store import StoreError, StoreTimeout, StoreUnavailable
+from ._store import _waits as waits
 from ._store._open import auth_token
 
 BookOpener = Callable[[], ScheduleBook]
@@ -50,16 +51,21 @@ BookOpener = Callable[[], ScheduleBook]
 
 
 def _answering(handler: JsonHandler) -> JsonHandler:
-    """``handler`` with the scheduler's refusals and the store's failures as error results."""
+    """``handler`` with the store's waits bounded by the call's deadline, and the
+    scheduler's refusals, a deadline that came while the store waited (``timeout``, nothing
+    changed) and the store's failures as error results."""
 
     @functools.wraps(handler)
     def run(state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         try:
-            return ok(text=json.dumps(handler(state, request), ensure_ascii=False))
+            with waits.until(state.deadline, state.landing.landed):
+                return ok(text=json.dumps(handler(state, request), ensure_ascii=False))
         except ScheduleValidationError as exc:
             return failed(exc.error_type, str(exc), exc.field)
         except ScheduleError as exc:
             return failed(exc.error_type, str(exc))
+        except StoreTimeout as exc:
+            return failed("timeout", str(exc))
         except StoreError as exc:
             return failed("execution_error", str(exc))
 

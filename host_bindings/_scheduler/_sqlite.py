@@ -8,14 +8,15 @@ by the ``schedules_due`` index, which holds only the rows a due-scan can return.
 
 from __future__ import annotations
 
-import contextlib
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 
 import apsw
-from toolcage.host_bindings._store._protocol import StoreError, StoreUnavailable
+from toolcage.host_bindings._store import _sqlite_causes as causes
+from toolcage.host_bindings._store._open import make_room
+from toolcage.host_bindings._store._protocol import StoreError
 from toolcage.host_bindings._store._sqlite_pool import (
     BUSY_TIMEOUT_MS,
     ConnectionPool,
@@ -60,14 +61,15 @@ class EmbeddedScheduleStore:
 
     def __init__(self, path: Path, *, url: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
         self._url = url
+        self._path = path
         self._pool = ConnectionPool(path, url=url, busy_timeout_ms=busy_timeout_ms)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_room(path, url)
             create_private(path)
             self._migrate()
         except (apsw.Error, OSError, StoreError) as exc:
             self._pool.close()
-            raise StoreUnavailable(url, str(exc) or type(exc).__name__) from exc
+            raise causes.unavailable(exc, path, url) from exc
 
     @property
     def url(self) -> str:
@@ -89,20 +91,16 @@ class EmbeddedScheduleStore:
         self.close()
 
     def _migrate(self) -> None:
+        """Create or upgrade the schedule tables; nothing is written when they are current
+        (a store on a full or read-only disk still opens, and reads)."""
         with self._pool.connection() as conn:
+            if self._version(conn) == len(MIGRATIONS):
+                return
+        with self._pool.write() as conn:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
             )
-        with self._pool.write() as conn:
-            row = conn.execute(
-                "SELECT value FROM store_meta WHERE key = ?", (VERSION_KEY,)
-            ).fetchone()
-            version = int(row[0]) if row else 0
-            if version > len(MIGRATIONS):
-                raise StoreError(
-                    f"schedule tables of {self._url!r} have version {version}, newer than"
-                    f" this toolcage's {len(MIGRATIONS)}"
-                )
+            version = self._version(conn)  # another process may have migrated since
             for statements in MIGRATIONS[version:]:
                 for statement in statements:
                     conn.execute(statement)
@@ -111,17 +109,32 @@ class EmbeddedScheduleStore:
                 (VERSION_KEY, str(len(MIGRATIONS))),
             )
 
+    def _version(self, conn: apsw.Connection) -> int:
+        """The schedule tables' version (0 before they exist); refused when newer."""
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'store_meta'").fetchone() is None:
+            return 0
+        row = conn.execute("SELECT value FROM store_meta WHERE key = ?", (VERSION_KEY,)).fetchone()
+        version = int(row[0]) if row else 0
+        if version > len(MIGRATIONS):
+            raise StoreError(
+                f"schedule tables of {self._url!r} have version {version}, newer than"
+                f" this toolcage's {len(MIGRATIONS)}: a newer toolcage wrote them",
+                fix="upgrade toolcage to the version that wrote them (an older one cannot"
+                " read them), or point [state] url at another file",
+            )
+        return version
+
     # -- owners ------------------------------------------------------------------------
 
     def insert_schedule(self, schedule: Schedule) -> None:
-        with _translated(self._url), self._pool.write() as conn:
+        with causes.translated(self._path, self._url), self._pool.write() as conn:
             conn.execute(
                 INSERT_SCHEDULE,
                 schedule_values(schedule),
             )
 
     def get_schedule(self, user_id: str, schedule_id: str) -> Schedule | None:
-        with _translated(self._url), self._pool.read() as conn:
+        with causes.translated(self._path, self._url), self._pool.read() as conn:
             return _fetch_schedule(conn, user_id, schedule_id)
 
     def search_schedules(
@@ -137,7 +150,7 @@ class EmbeddedScheduleStore:
                 where.append(f"{column} = ?")
                 params.append(value)
         clause = " AND ".join(where)
-        with _translated(self._url), self._pool.read() as conn:
+        with causes.translated(self._path, self._url), self._pool.read() as conn:
             total = conn.execute(
                 f"SELECT count(*) FROM schedules WHERE {clause}", params
             ).fetchone()
@@ -153,7 +166,7 @@ class EmbeddedScheduleStore:
     ) -> Schedule | None:
         columns = [f"{EDITABLE_COLUMNS[key]} = ?" for key in changes]
         values = [column_value(value) for value in changes.values()]
-        with _translated(self._url), self._pool.write() as conn:
+        with causes.translated(self._path, self._url), self._pool.write() as conn:
             if columns:
                 conn.execute(
                     f"UPDATE schedules SET {', '.join(columns)}"
@@ -163,7 +176,7 @@ class EmbeddedScheduleStore:
             return _fetch_schedule(conn, user_id, schedule_id)
 
     def delete_schedule(self, user_id: str, schedule_id: str) -> bool:
-        with _translated(self._url), self._pool.write() as conn:
+        with causes.translated(self._path, self._url), self._pool.write() as conn:
             conn.execute(
                 "DELETE FROM schedules WHERE user_id = ? AND schedule_id = ?",
                 (user_id, schedule_id),
@@ -177,7 +190,7 @@ class EmbeddedScheduleStore:
             return True
 
     def list_runs(self, user_id: str, schedule_id: str, limit: int) -> list[RunRecord] | None:
-        with _translated(self._url), self._pool.read() as conn:
+        with causes.translated(self._path, self._url), self._pool.read() as conn:
             if _fetch_schedule(conn, user_id, schedule_id) is None:
                 return None
             rows = conn.execute(
@@ -190,7 +203,7 @@ class EmbeddedScheduleStore:
     def run_output(
         self, user_id: str, run_id: str, offset: int, max_chars: int
     ) -> OutputChunk | None:
-        with _translated(self._url), self._pool.read() as conn:
+        with causes.translated(self._path, self._url), self._pool.read() as conn:
             row = conn.execute(
                 "SELECT substr(output, ?, ?), length(output) FROM schedule_runs"
                 " WHERE user_id = ? AND run_id = ?",
@@ -204,7 +217,7 @@ class EmbeddedScheduleStore:
     # -- the service -------------------------------------------------------------------
 
     def due_schedules(self, now: datetime, limit: int) -> list[Schedule]:
-        with _translated(self._url), self._pool.read() as conn:
+        with causes.translated(self._path, self._url), self._pool.read() as conn:
             rows = conn.execute(
                 f"SELECT {SCHEDULE_COLUMNS} FROM schedules"
                 " WHERE status = 'active' AND running_run_id IS NULL AND next_run_us <= ?"
@@ -215,7 +228,7 @@ class EmbeddedScheduleStore:
 
     def claim(self, claim: Claim) -> bool:
         try:
-            with _translated(self._url), self._pool.write() as conn:
+            with causes.translated(self._path, self._url), self._pool.write() as conn:
                 conn.execute(
                     "UPDATE schedules SET next_run_us = ?, status = ?, last_run_us = ?,"
                     " running_run_id = ? WHERE schedule_id = ? AND next_run_us = ?"
@@ -259,7 +272,7 @@ class EmbeddedScheduleStore:
         return True
 
     def record_fault(self, fault: Fault) -> bool:
-        with _translated(self._url), self._pool.write() as conn:
+        with causes.translated(self._path, self._url), self._pool.write() as conn:
             paused = False
             for number, (sql, values) in enumerate(fault_statements(fault)):
                 conn.execute(sql, values)
@@ -268,7 +281,7 @@ class EmbeddedScheduleStore:
             return paused
 
     def renew(self, run_id: str, owner: str, lease_until: datetime) -> bool:
-        with _translated(self._url), self._pool.write() as conn:
+        with causes.translated(self._path, self._url), self._pool.write() as conn:
             conn.execute(
                 "UPDATE schedule_runs SET lease_us = ?"
                 " WHERE run_id = ? AND owner = ? AND status = 'running'",
@@ -287,7 +300,7 @@ class EmbeddedScheduleStore:
         cost: float,
         output: str,
     ) -> bool:
-        with _translated(self._url), self._pool.write() as conn:
+        with causes.translated(self._path, self._url), self._pool.write() as conn:
             conn.execute(
                 "UPDATE schedule_runs SET status = ?, ended_us = ?, lease_us = NULL,"
                 " summary = ?, cost = ?, output = ?"
@@ -302,7 +315,7 @@ class EmbeddedScheduleStore:
             return True
 
     def expire_leases(self, now: datetime) -> list[str]:
-        with _translated(self._url), self._pool.write() as conn:
+        with causes.translated(self._path, self._url), self._pool.write() as conn:
             expired = [
                 str(row[0])
                 for row in conn.execute(
@@ -323,24 +336,16 @@ class EmbeddedScheduleStore:
             return expired
 
     def schedule_of_run(self, run_id: str) -> Schedule | None:
-        with _translated(self._url), self._pool.read() as conn:
+        with causes.translated(self._path, self._url), self._pool.read() as conn:
             row = conn.execute(SCHEDULE_OF_RUN, (run_id,)).fetchone()
         return None if row is None else schedule_row(row)
 
     def get_run(self, run_id: str) -> RunRecord | None:
-        with _translated(self._url), self._pool.read() as conn:
+        with causes.translated(self._path, self._url), self._pool.read() as conn:
             row = conn.execute(
                 f"SELECT {RUN_COLUMNS} FROM schedule_runs WHERE run_id = ?", (run_id,)
             ).fetchone()
         return None if row is None else run_row(row)
-
-
-@contextlib.contextmanager
-def _translated(url: str) -> Iterator[None]:
-    try:
-        yield
-    except apsw.Error as exc:
-        raise StoreError(f"schedule store {url!r}: {exc}") from exc
 
 
 def _fetch_schedule(conn: apsw.Connection, user_id: str, schedule_id: str) -> Schedule | None:

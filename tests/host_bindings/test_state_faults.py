@@ -70,11 +70,15 @@ async def fails(runtime: Runtime, tool: str, **args: Any) -> str:
     return result.error.message
 
 
+TEA_DAILY = {"goal": "buy tea", "cadence_type": "interval", "cadence_value": "1d"}
+
+
 async def seed(root: Path, store: Path) -> str:
     """A store with one note and a scratchpad, closed cleanly; the note's id."""
     async with runtime_on(root, store) as runtime:
         saved = await ok(runtime, "memory_save", content="Ada drinks green tea")
         await ok(runtime, "scratchpad_write", items=["buy lemons"])
+        await ok(runtime, "schedule_create", **TEA_DAILY)
     return str(saved["note_id"])
 
 
@@ -82,6 +86,8 @@ async def reads_work(runtime: Runtime, note_id: str) -> None:
     [hit] = await ok(runtime, "memory_search", query="tea")
     assert hit["note_id"] == note_id
     assert (await ok(runtime, "scratchpad_read"))["items"] == ["buy lemons"]
+    [schedule] = (await ok(runtime, "schedule_search"))["schedules"]
+    assert schedule["goal"] == "buy tea"
 
 
 @needs_root
@@ -108,6 +114,7 @@ class TestFullDisk:
             async with runtime_on(tmp_path, disk / "state.db") as runtime:
                 saved = await ok(runtime, "memory_save", content="Ada drinks green tea")
                 await ok(runtime, "scratchpad_write", items=["buy lemons"])
+                await ok(runtime, "schedule_create", **TEA_DAILY)
                 fill(disk)
                 message = await fails(runtime, "memory_save", content=" ".join(["tea"] * 3000))
                 assert f"the file system holding {disk} is full" in message
