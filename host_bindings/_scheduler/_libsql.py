@@ -25,7 +25,7 @@ from toolcage.host_bindings._store._protocol import StoreError, StoreUnavailable
 from toolcage.host_bindings._store._schema import META_TABLE
 
 from ._model import OutputChunk, RunRecord, RunStatus, Schedule
-from ._store import Claim, Fault, ScheduleFilter
+from ._store import Claim, Fault, ScheduleFilter, Unreadable
 from ._tables import (
     EDITABLE_COLUMNS,
     INSERT_SCHEDULE,
@@ -36,6 +36,7 @@ from ._tables import (
     SCHEDULE_OF_RUN,
     VERSION_KEY,
     column_value,
+    due_row,
     fault_statements,
     run_row,
     schedule_row,
@@ -237,14 +238,14 @@ class RemoteScheduleStore:
 
     # -- the service -------------------------------------------------------------------
 
-    def due_schedules(self, now: datetime, limit: int) -> list[Schedule]:
+    def due_schedules(self, now: datetime, limit: int) -> list[Schedule | Unreadable]:
         rows = self._execute(
             f"SELECT {SCHEDULE_COLUMNS} FROM schedules"
             " WHERE status = 'active' AND running_run_id IS NULL AND next_run_us <= ?"
             " ORDER BY next_run_us LIMIT ?",
             (to_us(now), limit),
         ).rows
-        return [schedule_row(tuple(row)) for row in rows]
+        return [due_row(tuple(row)) for row in rows]
 
     def claim(self, claim: Claim) -> bool:
         results = self._batch(

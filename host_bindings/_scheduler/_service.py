@@ -50,7 +50,7 @@ from ._clock import Clock, SystemClock
 from ._model import CadenceType, RunStatus, Schedule, ScheduleError, ScheduleStatus
 from ._runs import RunKeeper, bounded, notifies
 from ._settings import SchedulerSettings
-from ._store import Claim, Fault, ScheduleStore
+from ._store import Claim, Fault, ScheduleStore, Unreadable
 from ._turn import TurnRunner
 
 logger = logging.getLogger("toolcage.scheduler")
@@ -101,7 +101,10 @@ class Scheduler:
             while True:
                 now = self.clock.now()
                 await self._expire(now)
-                await self._pass(group, now, set())
+                tried: set[str] = set()
+                more = True
+                while more and self._in_flight < self.settings.max_concurrent_runs:
+                    more = (await self._pass(group, now, tried))[1]
                 await self.clock.sleep_until(self.clock.now() + self.settings.poll)
 
     async def fire_due(self) -> list[str]:
@@ -146,12 +149,20 @@ class Scheduler:
             return [], False
         fresh = [schedule for schedule in due if schedule.schedule_id not in tried]
         started: list[str] = []
-        for schedule in fresh[:room]:
+        for schedule in fresh:
+            if isinstance(schedule, Unreadable):  # paused, taking no slot
+                tried.add(schedule.schedule_id)
+                seen, why = schedule.next_run_at, schedule.reason
+                await self._pause(schedule.schedule_id, schedule.user_id, seen, now, why)
+                continue
+            if room == 0:
+                return started, True
             tried.add(schedule.schedule_id)
+            room -= 1
             run_id = await self._take(group, schedule)
             if run_id is not None:
                 started.append(run_id)
-        return started, len(fresh) > room or len(due) == limit
+        return started, len(due) == limit
 
     async def _room(self) -> None:
         """Wait until a run slot is free."""
@@ -276,27 +287,39 @@ class Scheduler:
     async def _fault(self, schedule: Schedule, now: datetime, exc: Exception) -> None:
         """Pause ``schedule``, whose occurrence cannot be computed, with the reason; tell
         its owner. A store that fails here leaves it for the next pass."""
+        if schedule.next_run_at is None:
+            return
         why = str(exc) if isinstance(exc, ScheduleError) else f"{type(exc).__name__}: {exc}"
+        fault = await self._pause(
+            schedule.schedule_id, schedule.user_id, schedule.next_run_at, now, why
+        )
+        if fault is not None and notifies(schedule.notification, RunStatus.FAILED, None):
+            await self.runs.notify(schedule, fault.run_id, fault.reason)
+
+    async def _pause(
+        self, schedule_id: str, user_id: str, seen: datetime, now: datetime, why: str
+    ) -> Fault | None:
+        """Pause the schedule whose occurrence ``seen`` cannot run, recording it failed with
+        ``why``; the fault when it was recorded (``None`` when the schedule moved meanwhile
+        or the store failed: then the next pass tries again)."""
         reason = bounded(
             f"the schedule cannot run on this host ({why}); it is paused: fix it and set"
             " its status to active"
         )
         logger.error(
             "schedule %s of user %s is paused: %s",
-            schedule.schedule_id,
-            schedule.user_id,
+            schedule_id,
+            user_id,
             why,
             extra={
                 "event": "scheduler.schedule_failed",
-                "schedule_id": schedule.schedule_id,
-                "user_id": schedule.user_id,
+                "schedule_id": schedule_id,
+                "user_id": user_id,
             },
         )
-        if schedule.next_run_at is None:
-            return
         fault = Fault(
-            schedule_id=schedule.schedule_id,
-            seen_next_run_at=schedule.next_run_at,
+            schedule_id=schedule_id,
+            seen_next_run_at=seen,
             run_id=f"run-{uuid.uuid4()}",
             owner=self.owner,
             at=now,
@@ -307,9 +330,8 @@ class Scheduler:
         except Exception:
             logger.exception(
                 "recording the fault of schedule %s failed; it is tried again at the next pass",
-                schedule.schedule_id,
-                extra={"event": "scheduler.record_failed", "schedule_id": schedule.schedule_id},
+                schedule_id,
+                extra={"event": "scheduler.record_failed", "schedule_id": schedule_id},
             )
-            return
-        if recorded and notifies(schedule.notification, RunStatus.FAILED, None):
-            await self.runs.notify(schedule, fault.run_id, reason)
+            return None
+        return fault if recorded else None

@@ -29,7 +29,7 @@ from ._model import (
     RunStatus,
     Schedule,
 )
-from ._store import Claim, Fault, ScheduleFilter
+from ._store import Claim, Fault, ScheduleFilter, Unreadable
 from ._tables import (
     EDITABLE_COLUMNS,
     INSERT_SCHEDULE,
@@ -40,6 +40,7 @@ from ._tables import (
     SCHEDULE_OF_RUN,
     VERSION_KEY,
     column_value,
+    due_row,
     fault_statements,
     run_row,
     schedule_row,
@@ -216,7 +217,7 @@ class EmbeddedScheduleStore:
 
     # -- the service -------------------------------------------------------------------
 
-    def due_schedules(self, now: datetime, limit: int) -> list[Schedule]:
+    def due_schedules(self, now: datetime, limit: int) -> list[Schedule | Unreadable]:
         with causes.translated(self._path, self._url), self._pool.read() as conn:
             rows = conn.execute(
                 f"SELECT {SCHEDULE_COLUMNS} FROM schedules"
@@ -224,7 +225,7 @@ class EmbeddedScheduleStore:
                 " ORDER BY next_run_us LIMIT ?",
                 (to_us(now), limit),
             ).fetchall()
-        return [schedule_row(row) for row in rows]
+        return [due_row(row) for row in rows]
 
     def claim(self, claim: Claim) -> bool:
         try:

@@ -79,6 +79,17 @@ class Fault:
     """What went wrong and what would fix it: the run's summary and output."""
 
 
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A due schedule whose stored row cannot be read (a value this toolcage does not know,
+    an edit by hand): the scheduler pauses it with the reason, and the others go on."""
+
+    schedule_id: str
+    user_id: str
+    next_run_at: datetime
+    reason: str
+
+
 @runtime_checkable
 class ScheduleStore(Protocol):
     """Schedules and their runs, of many users. Thread-safe; close when done."""
@@ -107,8 +118,9 @@ class ScheduleStore(Protocol):
         """Remove the user's schedule and its runs; ``False`` when it had none such."""
         ...
 
-    def due_schedules(self, now: datetime, limit: int) -> list[Schedule]:
-        """Active schedules with ``next_run_at <= now`` and no run in flight, earliest first."""
+    def due_schedules(self, now: datetime, limit: int) -> list[Schedule | Unreadable]:
+        """Active schedules with ``next_run_at <= now`` and no run in flight, earliest first
+        (a row that cannot be read as an :class:`Unreadable`)."""
         ...
 
     def claim(self, claim: Claim) -> bool:

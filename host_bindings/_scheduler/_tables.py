@@ -26,7 +26,7 @@ from ._model import (
     Schedule,
     ScheduleStatus,
 )
-from ._store import Fault
+from ._store import Fault, Unreadable
 
 VERSION_KEY = "scheduler_schema_version"
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -242,6 +242,20 @@ def schedule_row(row: Sequence[Any]) -> Schedule:
         principal=principal_of(row[14], user_id),
         agent_profile=bool(row[15]),
     )
+
+
+def due_row(row: Sequence[Any]) -> Schedule | Unreadable:
+    """A row of the due-scan: its schedule, or :class:`Unreadable` saying why it is not one
+    (the scan selected it by its ``next_run_us``, so that much is readable)."""
+    try:
+        return schedule_row(row)
+    except Exception as exc:  # any value of one row: that row's fault, not the scan's
+        return Unreadable(
+            schedule_id=str(row[0]),
+            user_id=str(row[1]),
+            next_run_at=from_us_required(row[10]),
+            reason=f"its stored row cannot be read ({type(exc).__name__}: {exc})",
+        )
 
 
 def run_row(row: Sequence[Any]) -> RunRecord:

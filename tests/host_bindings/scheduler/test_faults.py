@@ -191,6 +191,54 @@ class TestAScheduleTheHostCannotCompute:
             group.cancel_scope.cancel()
 
 
+def set_column(
+    store: ScheduleStore, db: Path, schedule_id: str, column: str, value: object
+) -> None:
+    """Write a value this toolcage does not know straight into the row: in the file, or
+    through the libSQL server's own connection (which alone sees its latest writes)."""
+    sql = f"UPDATE schedules SET {column} = ? WHERE schedule_id = ?"
+    execute = getattr(store, "_execute", None)
+    if execute is not None:
+        execute(sql, (value, schedule_id))
+        return
+    conn = apsw.Connection(str(db))
+    try:
+        conn.execute(sql, (value, schedule_id))
+    finally:
+        conn.close()
+
+
+class TestARowTheHostCannotRead:
+    @pytest.mark.parametrize(
+        ("column", "value"),
+        [("cadence_type", "fortnightly"), ("notification", "shout"), ("created_us", "yesterday")],
+    )
+    async def test_is_paused_with_its_reason_and_the_others_fire(
+        self, backend: tuple[ScheduleStore, Path], clock: ManualClock, column: str, value: str
+    ) -> None:
+        store, db = backend
+        book = ScheduleBook(store, clock=clock)
+        bad = hourly(book, "ada", "Check the feed")
+        good = [hourly(book, "bob", "Water the plants"), hourly(book, "ada", "Read mail")]
+        kept = {"cadence_type": "cron", "notification": "conditional", "created_us": 0}[column]
+        set_column(store, db, bad, column, value)
+        service = Scheduler(store, answer, channel=Outbox(), clock=clock, settings=SETTINGS)
+        async with anyio.create_task_group() as group:
+            group.start_soon(service.run)
+            for _ in range(2):
+                clock.advance(HOUR)
+                await until(lambda: settled(service, clock, 1))
+            assert len(book.runs("bob", good[0])) == 2
+            assert len(book.runs("ada", good[1])) == 2
+            group.cancel_scope.cancel()
+        set_column(store, db, bad, column, kept)  # mended by hand: it reads again, paused
+        assert book.get("ada", bad).status is ScheduleStatus.PAUSED
+        (failed,) = book.runs("ada", bad)
+        assert failed.status is RunStatus.FAILED
+        assert "its stored row cannot be read" in failed.summary
+        assert "paused" in failed.summary
+
+
 class TestStoreFaultsAtEachStep:
     """One transient store failure at any step: every healthy occurrence still runs exactly
     once and is recorded, nothing stays ``running``, and no run slot is lost."""
