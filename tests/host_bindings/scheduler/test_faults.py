@@ -196,7 +196,7 @@ def set_column(
 ) -> None:
     """Write a value this toolcage does not know straight into the row: in the file, or
     through the libSQL server's own connection (which alone sees its latest writes)."""
-    sql = f"UPDATE schedules SET {column} = ? WHERE schedule_id = ?"
+    sql = f"UPDATE schedules SET {column} = ? WHERE schedule_id = ?"  # noqa: S608 -- the test's own column names
     execute = getattr(store, "_execute", None)
     if execute is not None:
         execute(sql, (value, schedule_id))
