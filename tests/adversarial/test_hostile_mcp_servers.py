@@ -21,7 +21,6 @@ from typing import Any
 
 import anyio
 import pytest
-from toolcage.policies import ConfigError
 from toolcage.policies._config import parse_config
 from toolcage.runtime import Runtime, ToolResult
 
@@ -174,12 +173,15 @@ class TestToolLists:
         ("mode", "key"),
         [("endless", "list_pages"), ("many", "listed_tools"), ("wide", "schema_bytes")],
     )
-    def test_a_list_past_its_default_bound_at_the_start_is_refused(
+    async def test_a_list_past_its_default_bound_at_the_start_disables_the_server(
         self, tmp_path: Path, mode: str, key: str
     ) -> None:
-        with pytest.raises(ConfigError, match=f"listing.*{key} = ") as info:
-            make_runtime(tmp_path, listing(mode, "start"))
-        assert "Traceback" not in str(info.value)
+        async with make_runtime(tmp_path, listing(mode, "start"), basic()) as runtime:
+            result = await runtime.execute("listing__echo", {"text": "x"})
+            kind, details = error_of(result)
+            assert (kind, details["limit"]) == ("execution_error", key)
+            assert f"{key} = " in str(result.envelope()["message"])
+            assert text(await runtime.execute("basic__echo", {"text": "hi"})) == "echo: hi"
 
     async def test_an_endless_list_after_a_change_disables_the_server(self, tmp_path: Path) -> None:
         shared = shared_directory()
@@ -320,13 +322,17 @@ def open_directory() -> Path:
 
 
 class TestCommandLine:
-    def test_tools_refuses_a_server_whose_list_never_ends(self, open_directory: Path) -> None:
+    def test_tools_lists_a_server_whose_list_never_ends_as_unavailable(
+        self, open_directory: Path
+    ) -> None:
         config = toml([listing("endless", "start")])
         done = run_toolcage("tools", config=config, directory=open_directory)
         assert "Traceback" not in done.stderr
-        assert done.returncode == 2, done.stderr
-        assert "'listing'" in done.stderr
-        assert "list_pages = 64" in done.stderr
+        assert done.returncode == 0, done.stderr
+        (row,) = [line for line in done.stdout.splitlines() if line.startswith("listing__")]
+        assert row.split()[:2] == ["listing__*", "unavailable"]
+        assert "MCP server 'listing' is disabled" in row
+        assert "list_pages = 64" in row
 
     def test_call_reports_a_flood_as_an_envelope(self, open_directory: Path) -> None:
         config = toml([hostile(uuid.uuid4().hex)])
