@@ -134,6 +134,18 @@ class TestCpu:
             assert text(await runtime.execute("hostile__echo", {"text": "back"})) == "back"
 
 
+class TestMemory:
+    async def test_memory_past_memory_bytes_is_refused_as_a_data_limit(
+        self, tmp_path: Path
+    ) -> None:
+        limit = 256 * 1024 * 1024
+        async with make_runtime(tmp_path, hostile(uuid.uuid4().hex, memory_bytes=limit)) as rt:
+            report = json.loads(text(await rt.execute("hostile__hoard", {"megabytes": 1024})))
+        assert report["megabytes"] < limit // (1024 * 1024)
+        # the data segment is bounded; address space is not (Node and the JVM reserve much)
+        assert report["limits"] == {"data": limit, "address_space": -1}
+
+
 class TestHugeMessage:
     async def test_a_message_past_message_bytes_is_cut_and_the_server_disabled(
         self, tmp_path: Path
