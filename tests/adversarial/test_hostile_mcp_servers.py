@@ -346,6 +346,24 @@ class TestCommandLine:
         assert "MCP server 'listing' is disabled" in row
         assert "list_pages = 64" in row
 
+    @pytest.mark.parametrize("unprivileged", [False, True])
+    def test_a_server_that_does_not_start_is_listed_with_why_as_either_uid(
+        self, open_directory: Path, unprivileged: bool
+    ) -> None:
+        nobody_has_no_python = PYTHON[0] == sys.executable and not reachable(sys.executable)
+        if unprivileged and os.geteuid() == 0 and nobody_has_no_python:
+            pytest.skip("no Python that nobody can run")
+        broken = {"name": "broken", "command": ["python", "-m", "notes_server"]}
+        config = toml([broken, basic()])
+        done = run_toolcage(
+            "tools", config=config, directory=open_directory, unprivileged=unprivileged
+        )
+        assert done.returncode == 0, done.stderr
+        rows = {line.split()[0]: line for line in done.stdout.splitlines()}
+        assert "basic__echo" in rows
+        assert "it exited with status 127" in rows["broken__*"]
+        assert "python: not found" in rows["broken__*"]
+
     def test_call_reports_a_flood_as_an_envelope(self, open_directory: Path) -> None:
         config = toml([hostile(uuid.uuid4().hex)])
         arguments = json.dumps({"megabytes": 200})

@@ -271,6 +271,16 @@ class TestCommandLine:
         assert "1 of 2 servers not available: MCP server 'notes' did not start" in lines["mcp"]
         assert lines["guests"].startswith("ok")
 
+    def test_check_counts_the_tools_of_servers_that_started(self, tmp_path: Path) -> None:
+        (tmp_path / "workspace").mkdir()
+        config = toml(server_entry("basic", "basic.py", hidden=["internal"]))
+        done = run_toolcage("check", config=config, directory=tmp_path)
+        lines = {line.split()[1]: line for line in done.stdout.splitlines()}
+        assert (
+            lines["mcp"]
+            == "ok    mcp        every server started and listed its tools: basic (5 tools)"
+        )
+
     def test_mcp_serves_the_other_tools(self, tmp_path: Path, config: str) -> None:
         from mcp import ClientSession, StdioServerParameters, stdio_client
 
