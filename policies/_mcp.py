@@ -68,7 +68,8 @@ class McpServerConfig(_Section):
     timeout: float = Field(30.0, gt=0)
     """Seconds one call (and the start of the server) may take."""
     memory_bytes: int = Field(4 * 1024**3, gt=0)
-    """Address-space limit of a stdio server's processes."""
+    """Data-segment limit (``RLIMIT_DATA``: heap and private writable mappings) of each of a
+    stdio server's processes; reserved address space is not counted."""
     open_files: int = Field(256, gt=0)
     """Open file descriptors a stdio server's processes may hold."""
     processes: int = Field(256, ge=8)

@@ -1,11 +1,13 @@
 """The tools and security checks a :class:`Runtime` gets from its config.
 
 Each area contributes here: the file tools and their path policy, the shell, the network
-and time tools. Each policy is built once and handed to everything it governs: one
-:class:`~toolcage.policies.MountPolicy` serves the path check and the guest tools, and the
-runtime's :class:`~toolcage.policies.ToolLimitsTable` gives the pipeline, the guests and
-the shell the same limits of each tool. Resources that need closing (a wasmtime engine,
-the sidecar client) are entered into ``stack`` so that closing the runtime closes them.
+and time tools (the MCP servers' tools are added by ``Runtime.from_config``, which hands
+the servers that did not start to the registry). Each policy is built once and handed to
+everything it governs: one :class:`~toolcage.policies.MountPolicy` serves the path check
+and the guest tools, and the runtime's :class:`~toolcage.policies.ToolLimitsTable` gives
+the pipeline, the guests and the shell the same limits of each tool. Resources that need
+closing (a wasmtime engine, the sidecar client) are entered into ``stack`` so that closing
+the runtime closes them.
 """
 
 from __future__ import annotations
@@ -57,8 +59,4 @@ def load_builtins(
         secrets=secrets,
         taken=[tool.schema().name for tool in tools],
     )
-    if config.mcp.servers:
-        from ._mcp_tools import mcp_builtins  # the MCP SDK, only for configs that use it
-
-        tools += mcp_builtins(config, stack)
     return tools, checks, state

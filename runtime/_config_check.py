@@ -7,7 +7,8 @@ refuses it with a :class:`~toolcage.policies.ConfigError` naming each problem's 
 - every tool the config names is a tool of the runtime (the built-in tools and the host
   tools given to ``from_config``): ``[tools.NAME]``, ``approval.auto_approve``,
   ``[agents.*].tools``, a mount area's ``tools``, ``[egress.tools.NAME]``,
-  ``[egress.grants]`` and a rate limit's ``tools``;
+  ``[egress.grants]`` and a rate limit's ``tools`` (a name of an MCP server that did not
+  start, ``SERVER__...``, passes: its tools are not known yet);
 - every mount's host directory exists and is a directory, unless its area says
   ``create = true``; no two mounts share a host directory or nest one in the other --
   for hosts naming the principal (``users/{user}``), for any principals
@@ -41,11 +42,15 @@ from toolcage.policies._mounts import overlap_message
 from toolcage.policies._rate_limits import CLASSES as RATE_LIMIT_CLASSES
 
 
-def check_config(config: ToolcageConfig, tools: Collection[str]) -> None:
-    """Raise :class:`ConfigError` listing every problem (see the module docstring)."""
+def check_config(
+    config: ToolcageConfig, tools: Collection[str], *, withheld: Collection[str] = ()
+) -> None:
+    """Raise :class:`ConfigError` listing every problem (see the module docstring); a
+    name starting with one of the ``withheld`` prefixes (the tools of an MCP server that
+    did not start, not known yet) is not checked."""
     mounts = _mounts(config)
     problems = [
-        *_unknown_tools(config, tools),
+        *_unknown_tools(config, tools, tuple(withheld)),
         *_mount_problems(mounts),
         *_shell_problems(config, mounts),
         *_state_problems(config, mounts),
@@ -55,7 +60,9 @@ def check_config(config: ToolcageConfig, tools: Collection[str]) -> None:
         raise ConfigError("; ".join(problems))
 
 
-def _unknown_tools(config: ToolcageConfig, tools: Collection[str]) -> Iterator[str]:
+def _unknown_tools(
+    config: ToolcageConfig, tools: Collection[str], withheld: tuple[str, ...]
+) -> Iterator[str]:
     named: list[tuple[str, str]] = [(f"tools.{name}", name) for name in config.tools]
     named += [("approval.auto_approve", name) for name in config.approval.auto_approve]
     for agent_id, agent in config.agents.items():
@@ -68,7 +75,7 @@ def _unknown_tools(config: ToolcageConfig, tools: Collection[str]) -> Iterator[s
         where = f"rate_limits.{limit}.tools"
         named += [(where, name) for name in settings.tools if name not in RATE_LIMIT_CLASSES]
     for where, name in named:
-        if name not in tools:
+        if name not in tools and not name.startswith(withheld):
             yield f"{where}: unknown tool {name!r}{_suggestion(name, tools)}"
 
 

@@ -1,20 +1,19 @@
-"""Connections to the MCP servers of ``[[mcp.servers]]``, on an event loop of their own.
+"""The connection to one MCP server of ``[[mcp.servers]]``, on the hub's event loop.
 
 The SDK's client session lives inside ``async with`` blocks that must be entered and left
 by one task, while tool calls come from whichever task the host runs them in. So every
-session runs in one task of its own on a private event loop in a worker thread (an anyio
-:class:`~anyio.from_thread.BlockingPortal`), and a call crosses to it and back.
-
-Tools are listed when the runtime is built, not lazily: the registry, the agents' tool
-lists and the config check need every tool's name, schema and tier up front, and a server
-started then is the one the first call uses, so listing costs no second start. Servers
-start concurrently; one that does not start is a config error.
+session runs in one task of its own on the hub's private event loop (:mod:`._mcp_hub`),
+and a call crosses to it and back.
 
 A call that fails because the server died, or that is cancelled or times out (the server
 may still be working on it), stops the server -- its whole process group -- and the next
-call starts it again. ``notifications/tools/list_changed`` makes the session list the
-tools again (one listing at a time, however many notifications arrive, each bounded by the
-server's ``timeout``); a tool the server no longer offers is then refused without asking it.
+call starts it again. A server that exited between calls (killed, or ended by a limit) is
+noticed before the next call is sent -- its process is looked at, not only its pipe -- and
+started again for it. A start that fails says why (:mod:`._mcp_unavailable`).
+
+``notifications/tools/list_changed`` makes the session list the tools again (one listing
+at a time, however many notifications arrive, each bounded by the server's ``timeout``); a
+tool the server no longer offers is then refused without asking it.
 
 A stdio server is spoken to through :mod:`._mcp_stdio`, which bounds each message; its
 listings are bounded by :class:`._mcp_limits.ListingBounds`. A server past one of those
@@ -25,15 +24,12 @@ from __future__ import annotations
 
 import logging
 import os
-import queue
 from collections.abc import AsyncIterator
-from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
-import anyio.from_thread
-import anyio.to_thread
 from anyio.abc import TaskGroup, TaskStatus
 from mcp import types
 from mcp.client.session import ClientSession
@@ -41,33 +37,33 @@ from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from toolcage.policies import McpServerConfig
+from toolcage.policies import McpServerConfig, Redactor
 
 from ._errors import ToolExecutionError
 from ._mcp_limits import ListingBounds, McpLimitExceeded, message_too_large
 from ._mcp_sandbox import server_argv, server_uid, unreachable
-from ._mcp_stdio import stdio_transport
-from ._tool import ProgressCallback, ProgressUpdate
+from ._mcp_stdio import ServerRun, stdio_transport
+from ._mcp_unavailable import start_failure
 
 _logger = logging.getLogger("toolcage.mcp")
-_PROGRESS_BACKLOG = 64
-"""Progress reports waiting to be handed over, beyond which new ones are dropped."""
-
-
-class McpServerUnavailable(Exception):
-    """A server could not be started or listed."""
 
 
 class McpConnection:
-    """One server's session; every ``async`` method here runs on the hub's loop."""
+    """One server's session; every ``async`` method here runs on the hub's loop
+    (``task_group``, where the session's task runs)."""
 
-    def __init__(self, server: McpServerConfig, base_dir: Path, hub: McpHub) -> None:
+    def __init__(
+        self, server: McpServerConfig, base_dir: Path, task_group: TaskGroup, redactor: Redactor
+    ) -> None:
         self.server = server
         self.tools: dict[str, types.Tool] = {}
         """The server's tools by their own names, as last listed."""
-        self._argv = server_argv(server, base_dir) if server.command is not None else None
+        self.failure: ToolExecutionError | None = None
+        """Why its last start failed; ``None`` once it started."""
         self._base_dir = base_dir
-        self._hub = hub
+        self._task_group = task_group
+        self._redactor = redactor
+        self._run: ServerRun | None = None
         self._session: ClientSession | None = None
         self._stop: anyio.Event | None = None
         self._done: anyio.Event | None = None
@@ -77,6 +73,11 @@ class McpConnection:
         self._bounds = ListingBounds(server)
         self._disabled: McpLimitExceeded | None = None
         self._lock: anyio.Lock | None = None
+
+    @property
+    def disabled(self) -> McpLimitExceeded | None:
+        """The bound the server went past, which keeps it stopped; ``None``: it is not."""
+        return self._disabled
 
     async def call(
         self, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None = None
@@ -104,22 +105,29 @@ class McpConnection:
         ) from failure
 
     async def ensure_started(self) -> ClientSession:
-        """The running session, started (and its tools listed) if there is none."""
+        """The running session, started (and its tools listed) if there is none or its
+        server has exited; raises the start's failure (also kept as :attr:`failure`)."""
         if self._lock is None:
             self._lock = anyio.Lock()
         async with self._lock:
             if self._disabled is not None:
                 raise self._disabled.error()
+            if self._session is not None and self._run is not None and self._run.exited():
+                _logger.info(
+                    "MCP server %r exited between calls; starting it again",
+                    self.server.name,
+                    extra={"event": "mcp.server_restarted", "server": self.server.name},
+                )
+                await self.stop()
             if self._session is None:
                 try:
                     with anyio.fail_after(self.server.timeout):
-                        await self._hub.task_group.start(self._serve)
+                        await self._task_group.start(self._serve)
                 except Exception as exc:
-                    if self._disabled is not None:
-                        raise self._disabled.error() from exc
-                    raise ToolExecutionError(
-                        f"MCP server {self.server.name!r} did not start: {self._why(exc)}"
-                    ) from exc
+                    failure = self._disabled.error() if self._disabled else self._failed(exc)
+                    self.failure = failure
+                    raise failure from exc
+                self.failure = None
             assert self._session is not None  # noqa: S101 -- set by _serve before started()
             return self._session
 
@@ -130,16 +138,15 @@ class McpConnection:
             self._stop.set()
             await self._done.wait()
 
-    def _why(self, exc: BaseException) -> str:
+    def _failed(self, exc: BaseException) -> ToolExecutionError:
         """Why the server did not start, with what its uid cannot reach when it runs as
         another one (bubblewrap then fails before the server says a word)."""
-        reason = _describe(exc)
         uid = server_uid(self.server) if self.server.command is not None else None
         try:
             hint = unreachable(self.server, self._base_dir, uid) if uid is not None else None
         except OSError:  # a path went away meanwhile: nothing more to say
             hint = None
-        return f"{reason}; {hint}" if hint else reason
+        return start_failure(self.server, exc, self._run, hint, self._redactor)
 
     def _disable(self, exceeded: McpLimitExceeded) -> None:
         """Stop the server for good: it went past one of its bounds."""
@@ -192,13 +199,18 @@ class McpConnection:
     @asynccontextmanager
     async def _open(self) -> AsyncIterator[ClientSession]:
         async with AsyncExitStack() as stack:
-            if self._argv is not None:
+            self._run = None
+            if self.server.command is not None:
+                # built at each start: a grant that appears later is taken then
+                argv = server_argv(self.server, self._base_dir)
+                self._run = ServerRun()
                 transport = stdio_transport(
-                    self._argv,
+                    argv,
                     env=get_default_environment() | self._environment(),
                     max_bytes=self.server.message_bytes,
                     too_large=self._too_large,
                     user=server_uid(self.server),
+                    run=self._run,
                 )
                 streams = await stack.enter_async_context(transport)
             else:
@@ -255,93 +267,6 @@ class McpConnection:
             self._disable(exc)
             raise
         self.tools = tools
-
-
-class McpHub:
-    """The private event loop and the connections to every configured server."""
-
-    def __init__(self, servers: tuple[McpServerConfig, ...], base_dir: Path) -> None:
-        self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] = (
-            anyio.from_thread.start_blocking_portal()
-        )
-        self.portal = self._portal_cm.__enter__()
-        self.connections = [McpConnection(server, base_dir, self) for server in servers]
-        self._closed: anyio.Event | None = None
-        self.task_group: TaskGroup
-        self.portal.start_task(self._run)
-
-    async def _run(self, *, task_status: TaskStatus[None]) -> None:
-        self._closed = closed = anyio.Event()
-        async with anyio.create_task_group() as task_group:
-            self.task_group = task_group
-            task_status.started()
-            await closed.wait()
-            with anyio.CancelScope(shield=True):
-                for connection in self.connections:
-                    await connection.stop()
-            task_group.cancel_scope.cancel()
-
-    def start_all(self) -> None:
-        """Start every server and list its tools (concurrently); raise on the first failure."""
-
-        async def start_all() -> None:
-            async with anyio.create_task_group() as group:
-                for connection in self.connections:
-                    group.start_soon(connection.ensure_started)
-
-        try:
-            self.portal.call(start_all)
-        except BaseExceptionGroup as group:
-            raise McpServerUnavailable(str(group.exceptions[0])) from group
-        except ToolExecutionError as exc:
-            raise McpServerUnavailable(exc.message) from exc
-
-    async def call(
-        self,
-        connection: McpConnection,
-        tool: str,
-        arguments: dict[str, Any],
-        report: ProgressCallback,
-    ) -> types.CallToolResult:
-        """Run ``connection.call`` on the hub's loop; cancelling this cancels that call.
-
-        A worker thread waits for the result and hands the server's progress reports to
-        ``report`` on the caller's loop as they arrive.
-        """
-        updates: queue.SimpleQueue[ProgressUpdate | None] = queue.SimpleQueue()
-
-        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            if updates.qsize() < _PROGRESS_BACKLOG:  # a flood is dropped, not buffered
-                fraction = min(max(progress / total, 0.0), 1.0) if total else None
-                updates.put(ProgressUpdate(message or "", fraction))
-
-        async def run() -> types.CallToolResult:
-            return await connection.call(tool, arguments, on_progress)
-
-        future = self.portal.start_task_soon(run)
-        future.add_done_callback(lambda _: updates.put(None))
-
-        def wait() -> types.CallToolResult:
-            while (update := updates.get()) is not None:
-                anyio.from_thread.run_sync(report, update)
-            return future.result()
-
-        try:
-            return await anyio.to_thread.run_sync(wait, abandon_on_cancel=True)
-        except anyio.get_cancelled_exc_class():
-            future.cancel()
-            raise
-
-    def close(self) -> None:
-        """Stop every server and the loop."""
-        if self._closed is None or self._closed.is_set():
-            return
-        self.portal.call(self._closed.set)
-        self._portal_cm.__exit__(None, None, None)
-
-    async def aclose(self) -> None:
-        """:meth:`close` from async code, without blocking the caller's loop."""
-        await anyio.to_thread.run_sync(self.close)
 
 
 def _describe(exc: BaseException) -> str:

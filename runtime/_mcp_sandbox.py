@@ -15,8 +15,16 @@ no setuid program gives any back), and sees of the host only::
 connections' thread, which lives as long as the runtime, or the process, if it dies), and
 the transport (:mod:`._mcp_stdio`) starts the server in a process group of its own, which
 it kills when the connection closes.
-Inside, ``bash`` applies the rlimits -- core files, processes, CPU seconds, address space,
+Inside, ``bash`` applies the rlimits -- core files, processes, CPU seconds, data segment,
 open files -- and ``exec``s the server, so the limits bind every process it starts.
+
+Memory is bounded with ``RLIMIT_DATA``, not ``RLIMIT_AS``: since Linux 4.7 the data limit
+counts every private writable mapping (the heap, anonymous ``mmap``), which is what a
+program's memory is made of, while address space that is only reserved (``PROT_NONE``) is
+not counted. Node reserves some 10 GiB that way for each WebAssembly memory (its own
+``fetch()`` runs on one), and the JVM reserves its whole heap up front: an address-space
+limit stops them, a data limit does not. What it leaves out: file mappings, shared memory
+and stacks, and it binds each process, not the sandbox together.
 
 Processes are counted per user: ``RLIMIT_NPROC`` set inside the new user namespace counts
 only that sandbox's processes -- unless the host uid is root, whose processes the kernel
@@ -49,7 +57,7 @@ _ETC = (
     "mime.types", "protocols", "services", "nsswitch.conf", "passwd", "group",
 )  # fmt: skip
 _ETC_NETWORK = ("resolv.conf", "hosts", "host.conf", "gai.conf", "ssl", "ca-certificates")
-_LIMITS = 'ulimit -HS -c 0 -u "$1" -t "$2" -v "$3" -n "$4" || exit 125; shift 4; exec "$@"'
+_LIMITS = 'ulimit -HS -c 0 -u "$1" -t "$2" -d "$3" -n "$4" || exit 125; shift 4; exec "$@"'
 
 
 def server_argv(server: McpServerConfig, base_dir: Path, bwrap: str | None = None) -> list[str]:

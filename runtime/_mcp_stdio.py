@@ -9,10 +9,17 @@ session sees the connection end. The connection decides what that means for the 
 (:mod:`._mcp_limits`).
 
 It also starts the server the way the sandbox needs: in a process group of its own, with
-stdin and stdout on pipes, stderr discarded (a server's log is not the host's), and, when
-``user`` is given, as that uid and gid with no supplementary groups. Shutdown follows the
-MCP spec -- stdin closed, a grace period, then the process group terminated and killed --
-under a cancellation shield, so a cancelled caller cannot leak a live server.
+stdin, stdout and stderr on pipes, and, when ``user`` is given, as that uid and gid with no
+supplementary groups. Shutdown follows the MCP spec -- stdin closed, a grace period, then
+the process group terminated and killed -- under a cancellation shield, so a cancelled
+caller cannot leak a live server.
+
+What the connection needs to know of one run of the server it learns from a
+:class:`ServerRun`: whether the server has exited (so a server killed between calls is
+restarted before the next one, not found dead by it), its exit status, and the last
+:data:`STDERR_TAIL` bytes of its stderr -- read all along, so a chatty server never blocks
+on a full pipe, and kept only as a tail, since a server's log is not the host's -- which
+say why a server that did not start did not.
 """
 
 from __future__ import annotations
@@ -36,8 +43,44 @@ _logger = logging.getLogger("toolcage.mcp")
 _CHUNK = 64 * 1024
 GRACE_SECONDS = 2.0
 """How long a server has to exit once its stdin is closed, and again once terminated."""
+STDERR_TAIL = 4096
+"""Bytes of a server's stderr kept: the last ones, which say why it ended."""
 
 Incoming = SessionMessage | Exception
+
+
+class ServerRun:
+    """One run of a stdio server, as far as its transport has seen it."""
+
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self.returncode: int | None = None
+        """Its exit status once stopped (negative: the signal that ended it)."""
+        self.closed = False
+        """Whether its stdout has ended: the server is gone or going."""
+        self._stderr = bytearray()
+
+    @property
+    def stderr(self) -> str:
+        """The tail of its stderr, decoded leniently."""
+        return self._stderr.decode("utf-8", "replace")
+
+    def keep(self, chunk: bytes) -> None:
+        self._stderr += chunk
+        del self._stderr[:-STDERR_TAIL]
+
+    def exited(self) -> bool:
+        """Whether the server's process has exited, decided now: the kernel is asked
+        without reaping it (the event loop's child watcher reaps, and may have already)."""
+        if self.closed or self.returncode is not None:
+            return True
+        if self.pid is None:
+            return False
+        try:
+            state = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:  # reaped already
+            return True
+        return state is not None
 
 
 @asynccontextmanager
@@ -48,24 +91,30 @@ async def stdio_transport(
     max_bytes: int,
     too_large: Callable[[int], None],
     user: int | None = None,
+    run: ServerRun | None = None,
 ) -> AsyncIterator[TransportStreams]:
-    """Start ``argv`` and yield the session's read and write streams; stop it on exit."""
+    """Start ``argv`` and yield the session's read and write streams; stop it on exit.
+    ``run`` learns the process's id, stderr and exit status."""
+    run = ServerRun() if run is None else run
     process = await anyio.open_process(
         list(argv),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         env=env,
         start_new_session=True,  # its process group is what shutdown kills
         user=user,
         group=user,
         extra_groups=[] if user is not None else None,
     )
+    run.pid = process.pid
     incoming_in, incoming = anyio.create_memory_object_stream[Incoming](0)
     outgoing, outgoing_out = anyio.create_memory_object_stream[SessionMessage](0)
+    stderr_read = anyio.Event()
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(_read, process, incoming_in, max_bytes, too_large)
+        tasks.start_soon(_read, process, incoming_in, max_bytes, too_large, run)
         tasks.start_soon(_write, process, outgoing_out, incoming_in)
+        tasks.start_soon(_keep_stderr, process, run, stderr_read)
         try:
             yield incoming, outgoing
         finally:
@@ -73,6 +122,9 @@ async def stdio_transport(
                 incoming.close()  # the reader now discards what the server still writes
                 outgoing.close()
                 await _stop(process)
+                run.returncode = process.returncode
+                with anyio.move_on_after(GRACE_SECONDS):  # its last words, if it said any
+                    await stderr_read.wait()
             tasks.cancel_scope.cancel()
 
 
@@ -81,6 +133,7 @@ async def _read(
     sink: MemoryObjectSendStream[Incoming],
     max_bytes: int,
     too_large: Callable[[int], None],
+    run: ServerRun,
 ) -> None:
     """Hand each line to the session as a message; stop at a line past ``max_bytes``."""
     assert process.stdout is not None  # noqa: S101 -- opened with a pipe
@@ -103,7 +156,16 @@ async def _read(
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             await _drain(process)  # the session is gone: let the server flush and exit
         except (anyio.EndOfStream, OSError):
-            return
+            run.closed = True
+
+
+async def _keep_stderr(process: anyio.abc.Process, run: ServerRun, done: anyio.Event) -> None:
+    """Read the server's stderr to its end, keeping the tail."""
+    assert process.stderr is not None  # noqa: S101 -- opened with a pipe
+    with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError, OSError):
+        while True:
+            run.keep(await process.stderr.receive(_CHUNK))
+    done.set()
 
 
 async def _write(

@@ -8,14 +8,16 @@ gives read_only, anything else side_effecting -- unless the operator lists the t
 
 An entry of those lists names a tool by either spelling, the server's own (``deleteNote``)
 or the folded one of its toolcage name (``delete_note``), and must name a tool the server
-lists when the runtime is built: one that names none is a :class:`ConfigError` naming its
-key, so a typo or a renamed tool cannot leave a dangerous tool unguarded.
+lists when its tools are registered: one that names none is a :class:`ConfigError` naming
+its key (for a server that starts only later, its tools are refused with that reason), so
+a typo or a renamed tool cannot leave a dangerous tool unguarded.
 
-The registry holds the tools listed when the runtime was built: after a server announces
-a new tool list, a tool it dropped is ``not_found``, while tools it added, and changed
-schemas, take effect when the runtime is built again. So the lists are checked against
-that first listing only: it is the only one tools are registered from, each with the tier
-decided then, and an entry naming a tool the server drops later is no error.
+The registry holds the tools listed when the server first started (when the runtime was
+built, or at the retry that started it): after a server announces a new tool list, a tool
+it dropped is ``not_found``, while tools it added, and changed schemas, take effect when the
+runtime is built again. So the lists are checked against that first listing only: it is
+the only one tools are registered from, each with the tier decided then, and an entry
+naming a tool the server drops later is no error.
 """
 
 from __future__ import annotations
@@ -27,14 +29,14 @@ import json
 import logging
 import re
 from collections.abc import Mapping
-from contextlib import AsyncExitStack
 from typing import Any
 
 from mcp import types
-from toolcage.policies import ConfigError, McpServerConfig, ToolcageConfig
+from toolcage.policies import ConfigError, McpServerConfig
 
 from ._errors import ToolExecutionError, ToolNotFoundError
-from ._mcp_client import McpConnection, McpHub, McpServerUnavailable
+from ._mcp_client import McpConnection
+from ._mcp_hub import McpHub
 from ._result import ContentBlock, ImageContent, TextContent, ToolResult
 from ._tool import TOOL_NAME, FunctionDecl, SafetyTier, Tool, ToolExecutionContext
 
@@ -104,38 +106,26 @@ def folded(tool: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", words).strip("_")
 
 
-def mcp_builtins(config: ToolcageConfig, stack: AsyncExitStack) -> list[Tool]:
-    """Start the configured servers, list their tools, and wrap each; the servers stop
-    when ``stack`` closes."""
-    if not config.mcp.servers:
-        return []
-    hub = McpHub(config.mcp.servers, config.base_dir)
-    stack.push_async_callback(hub.aclose)
-    try:
-        hub.start_all()
-    except McpServerUnavailable as exc:
-        hub.close()
-        raise ConfigError(f"mcp.servers: {exc}") from None
+def server_tools(index: int, hub: McpHub, connection: McpConnection) -> list[Tool]:
+    """The tools of the started server ``connection`` (the ``index``-th configured), under
+    the operator's ``privileged`` and ``hidden`` lists; :class:`ConfigError` when an entry of
+    those names no tool of the server."""
+    lists = OperatorLists(index, connection.server, connection.tools)
+    if lists.problems:
+        raise ConfigError("; ".join(lists.problems))
     tools: list[Tool] = []
-    problems: list[str] = []
-    for index, connection in enumerate(hub.connections):
-        lists = OperatorLists(index, connection.server, connection.tools)
-        problems += lists.problems
-        for remote in connection.tools.values():
-            if remote.name in lists.hidden:
-                continue
-            tool = McpTool(hub, connection, remote, privileged=remote.name in lists.privileged)
-            if TOOL_NAME.fullmatch(tool.schema().name) is None:
-                _logger.warning(
-                    "MCP tool %r: no valid tool name; left out",
-                    remote.name,
-                    extra={"event": "mcp.tool_left_out", "remote_tool": remote.name},
-                )
-                continue
-            tools.append(tool)
-    if problems:
-        hub.close()
-        raise ConfigError("; ".join(problems))
+    for remote in connection.tools.values():
+        if remote.name in lists.hidden:
+            continue
+        tool = McpTool(hub, connection, remote, privileged=remote.name in lists.privileged)
+        if TOOL_NAME.fullmatch(tool.schema().name) is None:
+            _logger.warning(
+                "MCP tool %r: no valid tool name; left out",
+                remote.name,
+                extra={"event": "mcp.tool_left_out", "remote_tool": remote.name},
+            )
+            continue
+        tools.append(tool)
     return tools
 
 

@@ -1,12 +1,21 @@
-"""The set of tools a runtime knows, and which of them each agent may call."""
+"""The set of tools a runtime knows, and which of them each agent may call.
+
+Tools may be added after the runtime is built -- the tools of an MCP server that starts
+only at a retry are added from the MCP connections' thread -- so the tables are replaced,
+never changed in place: a reader (a lookup, a listing, an iteration) works on the tables
+as they were when it began, and writers take a lock. Until then such a source *withholds*
+its names (:meth:`ToolRegistry.withhold`): a lookup of one gets the source's error rather
+than ``not_found``, and agents may already be enabled for them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._errors import ToolNotFoundError, UsageError
+from ._errors import ToolError, ToolNotFoundError, UsageError
 from ._tool import TOOL_NAME, TOOL_NAME_MAX, DeclaresNeeds, FunctionDecl, SafetyTier, Tool
 
 
@@ -39,11 +48,28 @@ class ToolRegistry:
         self._tools: dict[str, Tool] = {}
         self._decls: dict[str, FunctionDecl] = {}
         self._enabled: dict[str, frozenset[str]] = {}
-        for tool in tools:
-            self.register(tool)
+        self._withheld: dict[str, Callable[[], ToolError]] = {}
+        self._lock = threading.Lock()
+        self.add(tools)
 
     def register(self, tool: Tool) -> None:
         """Add a tool; its name must be snake_case and not taken."""
+        self.add([tool])
+
+    def add(self, tools: Iterable[Tool]) -> None:
+        """Add tools (all or, if one is refused, none), from any thread."""
+        with self._lock:
+            decls = dict(self._decls)
+            added = dict(self._tools)
+            for tool in tools:
+                decl = self._checked(tool, added)
+                added[decl.name] = tool
+                decls[decl.name] = decl
+            self._decls = decls  # first: a tool found is always declared
+            self._tools = added
+
+    @staticmethod
+    def _checked(tool: Tool, taken: Mapping[str, Tool]) -> FunctionDecl:
         decl = tool.schema()
         if len(decl.name) > TOOL_NAME_MAX:
             raise UsageError(
@@ -54,20 +80,40 @@ class ToolRegistry:
             raise UsageError(
                 f"tool name {decl.name!r} is not snake_case (lower-case words joined by '_')"
             )
-        if decl.name in self._tools:
+        if decl.name in taken:
             raise UsageError(f"a tool named {decl.name!r} is already registered")
         if decl.parameters.get("type") != "object":
             raise UsageError(f"tool {decl.name!r}: parameters must be a JSON Schema object")
-        self._tools[decl.name] = tool
-        self._decls[decl.name] = decl
+        return decl
+
+    def withhold(self, prefix: str, why: Callable[[], ToolError]) -> None:
+        """Names starting with ``prefix`` belong to a source not available now: looking one
+        up raises ``why()``, and agents may be enabled for them before they are added."""
+        with self._lock:
+            self._withheld = self._withheld | {prefix: why}
+
+    def release(self, prefix: str) -> None:
+        """The source of ``prefix`` has added its tools (or is gone): its names are
+        looked up as any other."""
+        with self._lock:
+            self._withheld = {key: why for key, why in self._withheld.items() if key != prefix}
+
+    def withheld(self) -> list[tuple[str, ToolError]]:
+        """Each withheld prefix, by prefix, with why its tools are not available."""
+        return [(prefix, why()) for prefix, why in sorted(self._withheld.items())]
 
     def enable_only(self, agent_id: str, names: Iterable[str]) -> None:
         """Restrict ``agent_id`` to ``names``; agents never restricted see every tool."""
         names = frozenset(names)
-        unknown = sorted(names - self._tools.keys())
+        unknown = sorted(
+            name
+            for name in names - self._tools.keys()
+            if not any(name.startswith(prefix) for prefix in self._withheld)
+        )
         if unknown:
             raise UsageError(f"agent {agent_id!r} enables unknown tools: {', '.join(unknown)}")
-        self._enabled[agent_id] = names
+        with self._lock:
+            self._enabled = self._enabled | {agent_id: names}
 
     def is_enabled(self, name: str, agent_id: str) -> bool:
         enabled = self._enabled.get(agent_id)
@@ -75,9 +121,21 @@ class ToolRegistry:
 
     def get(self, name: str, agent_id: str = "default") -> Tool:
         """The tool called ``name``, if ``agent_id`` may call it."""
-        if not self.is_enabled(name, agent_id):
-            raise ToolNotFoundError(f"Tool {name} is not available")
-        return self._tools[name]
+        tool = self._tools.get(name)
+        if tool is None or not self.is_enabled(name, agent_id):
+            raise self._withheld_error(name, agent_id) or ToolNotFoundError(
+                f"Tool {name} is not available"
+            )
+        return tool
+
+    def _withheld_error(self, name: str, agent_id: str) -> ToolError | None:
+        if name in self._tools:
+            return None  # registered, but not for this agent
+        enabled = self._enabled.get(agent_id)
+        for prefix, why in self._withheld.items():
+            if name.startswith(prefix) and (enabled is None or name in enabled):
+                return why()
+        return None
 
     def declaration(self, name: str) -> FunctionDecl:
         """The cached declaration of a registered tool."""
@@ -90,10 +148,11 @@ class ToolRegistry:
     def listing(self, agent_id: str = "default") -> list[ToolInfo]:
         """Name, description, tier, timeout, needs and parameters of each tool, by name."""
         rows = []
-        for name in sorted(self._tools):
+        tools, decls = self._tools, self._decls
+        for name in sorted(tools):
             if not self.is_enabled(name, agent_id):
                 continue
-            tool, decl = self._tools[name], self._decls[name]
+            tool, decl = tools[name], decls[name]
             needs = tool.needs if isinstance(tool, DeclaresNeeds) else ()
             rows.append(
                 ToolInfo(

@@ -154,6 +154,7 @@ class Runtime:
             secrets = SecretPolicy.load(config.secrets, config.base_dir)
         except ConfigError as exc:
             raise ConfigError(f"{source}: {exc}") from None
+        redactor = Redactor.from_config(config.audit, secrets.values)
         builtin_tools, checks, state = load_builtins(
             config,
             store,
@@ -163,6 +164,12 @@ class Runtime:
             rate_limits=limiter,
             secrets=secrets,
         )
+        mcp = None
+        if config.mcp.servers:
+            from ._mcp_servers import McpServers  # the MCP SDK, only for configs that use it
+
+            mcp = McpServers(config, stack, redactor)
+            builtin_tools += mcp.tools
         delegate = None
         if models is not None and config.agents:
             from ._delegate import DelegateToAgent  # the agent loop, only for hosts that use it
@@ -171,9 +178,12 @@ class Runtime:
             builtin_tools.append(delegate)
         all_tools = [*builtin_tools, *tools]
         try:
-            check_config(config, {tool.schema().name for tool in all_tools})
+            names = {tool.schema().name for tool in all_tools}
+            check_config(config, names, withheld=mcp.withheld if mcp is not None else ())
             check_byte_quotas(config, all_tools)
         except ConfigError as exc:
+            if mcp is not None:
+                mcp.hub.close()
             raise ConfigError(f"{source}: {exc}") from None
         runtime = cls(
             config,
@@ -187,8 +197,10 @@ class Runtime:
             audit=audit,
             telemetry=telemetry,
             rate_limits=limiter,
-            redactor=Redactor.from_config(config.audit, secrets.values),
+            redactor=redactor,
         )
+        if mcp is not None:
+            mcp.attach(runtime)
         for agent_id, agent in config.agents.items():
             runtime.registry.enable_only(agent_id, agent.tools)
         if delegate is not None:

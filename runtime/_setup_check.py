@@ -5,6 +5,9 @@ for a failure what to do about it -- in the order a call would meet them:
 
 ``config``
     the file loads and fits the runtime (``Runtime.from_config``);
+``mcp``
+    (only with ``[[mcp.servers]]``) every server started and listed its tools (one that did
+    not is named with why: its exit status, command and the tail of its stderr);
 ``guests``
     every guest tool's module is built, compiles and links with the bindings it is granted;
 ``bubblewrap``
@@ -96,6 +99,8 @@ async def checks(config_path: str | None) -> AsyncIterator[CheckResult]:
     source = config_path or "the built-in default config"
     yield CheckResult("config", "ok", f"{source}: {len(runtime.registry)} tools")
     async with runtime:
+        if runtime.config.mcp.servers:
+            yield _mcp(runtime)
         yield await anyio.to_thread.run_sync(_guests, runtime)
         shell = runtime.config.shell
         if shell.mode is ShellMode.DISABLED:
@@ -110,6 +115,27 @@ async def checks(config_path: str | None) -> AsyncIterator[CheckResult]:
                 yield result
         yield _egress(runtime)
         yield await anyio.to_thread.run_sync(_state, runtime)
+
+
+def _mcp(runtime: Runtime) -> CheckResult:
+    servers = runtime.config.mcp.servers
+    withheld = runtime.registry.withheld()
+    if withheld:
+        return CheckResult(
+            "mcp",
+            "FAIL",
+            f"{len(withheld)} of {len(servers)} servers not available: "
+            + " || ".join(why.message for _, why in withheld),
+            "follow the reason above; the server's command, its interpreter and their "
+            "libraries must lie in /usr or a granted directory its uid can read",
+        )
+    counts = {server.name: 0 for server in servers}
+    for tool in runtime.registry:
+        for name in counts:
+            if tool.schema().name.startswith(f"{name}__"):
+                counts[name] += 1
+    listed = ", ".join(f"{name} ({count} tools)" for name, count in counts.items())
+    return CheckResult("mcp", "ok", f"every server started and listed its tools: {listed}")
 
 
 def _guests(runtime: Runtime) -> CheckResult:

@@ -13,12 +13,13 @@
     toolcage audit grep PATTERN [--tool T] [--user U] [--status S] [--config FILE]
     toolcage sidecar ...                                  the shell daemon
 
-``call`` prints the result envelope as JSON (and its display line, for people, on stderr)
-and exits 0 on success, 1 on a tool error (with ``--jsonl``: 1 if any call failed; a bad
-line is answered and the batch goes on). ``check`` prints one line per check and exits 0
-only when all of them hold. Every command exits 2 on bad usage (a broken config is named by
-its key), 130 on Ctrl-C, and 141 when the reader of its output goes away (``toolcage tools
-| head -1``), without a traceback.
+``tools`` lists an MCP server that did not start as ``SERVER__*``, ``unavailable``, with why
+(``--json``: ``{"name", "unavailable"}``). ``call`` prints the result envelope as JSON (and
+its display line, for people, on stderr) and exits 0 on success, 1 on a tool error (with
+``--jsonl``: 1 if any call failed; a bad line is answered and the batch goes on). ``check``
+prints one line per check and exits 0 only when all of them hold. Every command exits 2 on
+bad usage (a broken config is named by its key), 130 on Ctrl-C, and 141 when the reader of
+its output goes away (``toolcage tools | head -1``), without a traceback.
 
 Every command takes ``--log-format json|text`` and ``-v`` (repeatable): log records go to
 stderr, one line each, warnings and worse (``scheduler``: and its info), with tracebacks
@@ -174,8 +175,10 @@ def _approve_all(request: ApprovalRequest) -> Approval:
 async def _list_tools(runtime: Runtime, as_json: bool) -> int:
     async with runtime:
         rows = runtime.registry.listing()
+        # the tools of an MCP server that did not start: unknown yet, listed by prefix
+        withheld = [(f"{prefix}*", why.message) for prefix, why in runtime.registry.withheld()]
     if as_json:
-        data = [
+        data: list[dict[str, object]] = [
             {
                 "name": r.name,
                 "description": r.description,
@@ -186,13 +189,18 @@ async def _list_tools(runtime: Runtime, as_json: bool) -> int:
             }
             for r in rows
         ]
+        data += [{"name": name, "unavailable": reason} for name, reason in withheld]
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return EXIT_OK
-    width = max((len(r.name) for r in rows), default=4)
+    width = max(
+        (len(name) for name in [r.name for r in rows] + [n for n, _ in withheld]), default=4
+    )
     for r in rows:
         needs = f"  [needs: {', '.join(r.needs)}]" if r.needs else ""
         summary = r.description.split("\n", 1)[0]
         print(f"{r.name:<{width}}  {r.safety_tier.value:<14}  {summary}{needs}")
+    for name, reason in withheld:
+        print(f"{name:<{width}}  {'unavailable':<14}  {reason}")
     return EXIT_OK
 
 

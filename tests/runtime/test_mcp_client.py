@@ -299,18 +299,23 @@ class TestConfig:
         assert "mcp.servers.0" in str(info.value)
 
     @pytest.mark.skipif(os.geteuid() != 0, reason="servers change uid only under root")
-    def test_a_grant_the_sandbox_uid_cannot_reach_is_named(self, tmp_path: Path) -> None:
+    async def test_a_grant_the_sandbox_uid_cannot_reach_is_named(self, tmp_path: Path) -> None:
         private = scratch("private-")  # 0700, root's
         (private / "data").mkdir()
         entry = server_entry("basic", "basic.py", read_only=[*RUNTIME_DIRS, str(private / "data")])
-        with pytest.raises(ConfigError) as info:
-            make_runtime(tmp_path, entry)
+        async with make_runtime(tmp_path, entry) as runtime:
+            result = await runtime.execute("basic__echo", {"text": "hi"})
+        assert result.error is not None
         assert (
             f"uid 65534 (sandbox_uid, since the runtime runs as root) cannot reach "
             f"{private / 'data'}: {private} is not searchable for it (mode 0700)"
-        ) in str(info.value)
+        ) in result.error.message
 
-    def test_server_that_does_not_start_is_a_config_error(self, tmp_path: Path) -> None:
+    async def test_server_that_does_not_start_is_unavailable(self, tmp_path: Path) -> None:
         entry = {"name": "gone", "command": ["/nonexistent/server"], "sandbox": False}
-        with pytest.raises(ConfigError, match="gone"):
-            make_runtime(tmp_path, entry)
+        async with make_runtime(tmp_path, entry) as runtime:
+            result = await runtime.execute("gone__anything", {})
+        assert result.error is not None
+        assert result.error.kind.value == "execution_error"
+        assert "MCP server 'gone' did not start" in result.error.message
+        assert "command: /nonexistent/server" in result.error.message

@@ -103,6 +103,21 @@ def flood(megabytes: int) -> str:
 
 
 @server.tool()
+def hoard(megabytes: int) -> str:
+    """Take memory a MiB at a time, touching every page, up to ``megabytes`` MiB; say how
+    far it got, and the kernel's limits."""
+    held: list[bytearray] = []
+    try:
+        for _ in range(megabytes):
+            held.append(bytearray(1024 * 1024))  # zeroed: every page written
+    except MemoryError:
+        pass
+    limits = {"data": resource.getrlimit(resource.RLIMIT_DATA)[0]}
+    limits["address_space"] = resource.getrlimit(resource.RLIMIT_AS)[0]
+    return json.dumps({"megabytes": len(held), "limits": limits})
+
+
+@server.tool()
 def privileges() -> str:
     """Try what only privilege allows; report each outcome and the process's credentials."""
     libc = ctypes.CDLL(None, use_errno=True)
