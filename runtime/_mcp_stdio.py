@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import select
 import signal
 import subprocess
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -59,6 +60,21 @@ class ServerRun:
         self.closed = False
         """Whether its stdout has ended: the server is gone or going."""
         self._stderr = bytearray()
+        self._pidfd: int | None = None
+
+    def started(self, pid: int) -> None:
+        """The server runs as ``pid``: a pidfd is kept on it, readable once it has exited
+        (zombie or reaped alike, so whoever reaps it first cannot hide its exit)."""
+        self.pid = pid
+        with contextlib.suppress(OSError):  # gone already: :meth:`exited` asks waitid
+            self._pidfd = os.pidfd_open(pid)
+
+    def ended(self, returncode: int | None) -> None:
+        """The server has stopped with ``returncode``; the pidfd is closed."""
+        self.returncode = returncode
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
 
     @property
     def stderr(self) -> str:
@@ -70,10 +86,16 @@ class ServerRun:
         del self._stderr[:-STDERR_TAIL]
 
     def exited(self) -> bool:
-        """Whether the server's process has exited, decided now: the kernel is asked
-        without reaping it (the event loop's child watcher reaps, and may have already)."""
+        """Whether the server's process has exited, decided now: its pidfd is polled
+        (the event loop's child watcher reaps it, and may be doing so right now, when a
+        ``waitid`` would no longer see it); without one, the kernel is asked without
+        reaping it."""
         if self.closed or self.returncode is not None:
             return True
+        if self._pidfd is not None:
+            poller = select.poll()  # not select(): a descriptor may be past FD_SETSIZE
+            poller.register(self._pidfd, select.POLLIN)
+            return bool(poller.poll(0))
         if self.pid is None:
             return False
         try:
@@ -107,7 +129,7 @@ async def stdio_transport(
         group=user,
         extra_groups=[] if user is not None else None,
     )
-    run.pid = process.pid
+    run.started(process.pid)
     incoming_in, incoming = anyio.create_memory_object_stream[Incoming](0)
     outgoing, outgoing_out = anyio.create_memory_object_stream[SessionMessage](0)
     stderr_read = anyio.Event()
@@ -122,7 +144,7 @@ async def stdio_transport(
                 incoming.close()  # the reader now discards what the server still writes
                 outgoing.close()
                 await _stop(process)
-                run.returncode = process.returncode
+                run.ended(process.returncode)
                 with anyio.move_on_after(GRACE_SECONDS):  # its last words, if it said any
                     await stderr_read.wait()
             tasks.cancel_scope.cancel()

@@ -10,8 +10,10 @@ sandboxed unless a test says otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -175,16 +177,24 @@ class TestRetry:
             hub.close()
 
 
-def gone(pids: list[int]) -> bool:
-    """Whether none of ``pids`` runs any more (exited: a zombie or reaped)."""
+def kill_and_wait(pids: list[int]) -> None:
+    """SIGKILL ``pids`` and wait until each has wholly exited: every thread, not only the
+    leader (whose ``/proc`` state reads ``Z`` while the others are still being torn down)."""
+    handles = []
     for pid in pids:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        if state != "Z":
-            return False
-    return True
+        with contextlib.suppress(ProcessLookupError):
+            handles.append(os.pidfd_open(pid))
+    try:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for handle in handles:
+            poller = select.poll()
+            poller.register(handle, select.POLLIN)  # readable once the process has exited
+            poller.poll()
+    finally:
+        for handle in handles:
+            os.close(handle)
 
 
 class TestSelfHealing:
@@ -198,10 +208,7 @@ class TestSelfHealing:
             first = text(await runtime.execute("faulty__instance", {}))
             pids = processes_running(marker.encode())
             assert pids
-            for pid in pids:
-                os.kill(pid, signal.SIGKILL)
-            while not gone(pids):  # noqa: ASYNC110 (processes, not events)
-                await anyio.sleep(0.05)
+            await anyio.to_thread.run_sync(kill_and_wait, pids)
             second = await runtime.execute("faulty__instance", {})
             assert text(second) != first
 
