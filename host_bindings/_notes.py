@@ -59,24 +59,34 @@ def _unknown(note_id: str) -> InvalidRequest:
 
 
 class MemoryBinding:
-    """Capability ``memory``: ``toolcage_memory_v1.save``/``update``/``delete``/``search``."""
+    """Capability ``memory``: ``toolcage_memory_v1.save``/``update``/``delete``/``search``.
+
+    Its :meth:`searching` form, what a worker session's guests get, defines ``search``
+    alone: a guest importing ``save``, ``update`` or ``delete`` fails to link.
+    """
 
     name = "memory"
 
-    def __init__(self, services: StateServices) -> None:
+    def __init__(self, services: StateServices, *, search_only: bool = False) -> None:
         self._services = services
+        self._search_only = search_only
+        if search_only:
+            # Its own name: the runner keys a linked module by its bindings' names.
+            self.name = "memory:search"
+
+    def searching(self) -> MemoryBinding:
+        """This binding in its search-only form (see the class docstring)."""
+        return MemoryBinding(self._services, search_only=True)
 
     def define(self, linker: wasmtime.Linker) -> None:
-        define_json_calls(
-            linker,
-            module_name(self.name),
-            {
+        calls = {"search": answering(self.search)}
+        if not self._search_only:
+            calls |= {
                 "save": answering(self.save),
                 "update": answering(self.update),
                 "delete": answering(self.delete),
-                "search": answering(self.search),
-            },
-        )
+            }
+        define_json_calls(linker, module_name("memory"), calls)
 
     def save(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         """Save a new note of the call's user."""

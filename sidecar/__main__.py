@@ -71,7 +71,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="toolcage sidecar", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="toolcage sidecar",
+        description="Run the shell daemon (also: python -m toolcage.sidecar).",
+    )
     parser.add_argument("--socket", required=True, help="the Unix socket to listen on")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--config", metavar="FILE", help="toolcage config (its [shell] section)")

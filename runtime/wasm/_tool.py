@@ -242,8 +242,8 @@ class WasmTool:
         except LinkError as exc:
             if worker:
                 raise PermissionDeniedError(
-                    f"{self.name} cannot run in a worker session, which has no channel, state "
-                    f"store or network: {exc}",
+                    f"{self.name} cannot run in a worker session, which only reads (files, "
+                    f"the user's notes, the web): {exc}",
                     details={"session_kind": SessionKind.WORKER.value},
                 ) from exc
             # The operator took a capability away ([egress.grants]): the tool cannot run.
