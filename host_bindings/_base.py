@@ -77,6 +77,10 @@ class CallState:
     principal: Principal = _NOBODY
     """Who the call belongs to: the only user whose state the state bindings reach, the
     only session whose scratchpad they reach, the agent whose vault grants apply."""
+    reply_bytes: int = 16 << 10
+    """UTF-8 bytes of the tool's result text that reach the model uncut (its
+    ``truncate_bytes``): a binding whose answer could be longer fits it to this, with a
+    hint to ask for the rest, rather than have the pipeline cut its JSON."""
     decide: Callable[[str, bool, str], None] | None = None
     """Report a policy's verdict (policy, allowed, reason) to whatever observes the call
     (the audit log, telemetry); ``None`` when nothing does."""
