@@ -197,3 +197,13 @@ class TestSchemaExcerpt:
         assert result.error.details == {
             "schema": {"type": "string", "minLength": 1, "maxLength": 100000}
         }
+
+
+class TestLargeValuesTheSchemaAdmits:
+    async def test_a_url_with_a_huge_host_is_refused_by_its_length(self, runtime: Runtime) -> None:
+        url = "http://" + "é" * HUGE + "/"
+        result = await runtime.execute("http_request", {"url": url})
+        assert result.error is not None
+        assert len(result.error.message) < MAX_MESSAGE_CHARS
+        assert f"{HUGE:,} characters" in result.error.message
+        assert "253" in result.error.message
