@@ -212,6 +212,7 @@ class WasmTool:
                 log=lambda level, message: _log_line(self.name, level, message),
                 mounts=mounts,
                 principal=ctx.principal,
+                reply_bytes=self.limits.reply_bytes,
                 decide=None if (trace := current_trace()) is None else trace.decide,
             )
         try:
