@@ -40,6 +40,7 @@ from ._note_text import (
     looks_like_note_id,
     new_note_id,
     note_id_of,
+    tag_filter_of,
     tags_of,
 )
 from ._results import define_json_calls
@@ -145,7 +146,7 @@ class MemoryBinding:
         include_conversation = request.get("include_conversation", False)
         if not isinstance(include_conversation, bool):
             raise InvalidRequest("include_conversation must be true or false")
-        tags = tags_of(request.get("tags"))
+        tags = tag_filter_of(request.get("tags"))
         embedder = self._services.embedder
         vector = None if embedder is None else embedder.embed([query], state.deadline)[0]
         config = self._services.config

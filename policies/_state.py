@@ -11,6 +11,7 @@
     vector_weight = 1.0                  # how much vector similarity counts in hybrid search
     fts_weight = 1.0                     # how much the keyword rank counts
     chunk_chars = 1000                   # long notes are stored as chunks of at most this
+                                         # (a longer word is a chunk of its own)
     record_conversation = true           # the agent loop records each turn for memory_search
 
     [state.embedder]
@@ -196,7 +197,8 @@ class StateConfig(_Section):
     fts_weight: float = Field(1.0, ge=0, le=100)
     """Weight of the keyword (BM25) ranking in hybrid search."""
     chunk_chars: int = Field(1000, ge=100, le=100_000)
-    """Longest chunk a note is stored as, in characters."""
+    """Longest chunk a note is stored as, in characters (a cut never splits a word, so a
+    longer word is a chunk of its own)."""
     record_conversation: bool = True
     """Whether the agent loop records each turn's user message and final answer, so
     ``memory_search`` with ``include_conversation`` can find them."""
