@@ -99,6 +99,10 @@ class CallState:
     only session whose scratchpad they reach, the agent whose vault grants apply."""
     landing: Landing = field(default_factory=Landing)
     """Report an effect that landed (see :class:`Landing`)."""
+    reply_bytes: int = 16 << 10
+    """UTF-8 bytes of the tool's result text that reach the model uncut (its
+    ``truncate_bytes``): a binding whose answer could be longer fits it to this, with a
+    hint to ask for the rest, rather than have the pipeline cut its JSON."""
     decide: Callable[[str, bool, str], None] | None = None
     """Report a policy's verdict (policy, allowed, reason) to whatever observes the call
     (the audit log, telemetry); ``None`` when nothing does."""

@@ -6,8 +6,11 @@ runner defines only the granted bindings in the tool's linker, so a guest import
 anything else fails at instantiation -- there is no call-time check to get wrong.
 
 A ``worker`` session's guests get fewer: only :data:`WORKER_CAPABILITIES` of what their tool
-was granted (:func:`for_worker`), so no guest in a worker can send on a channel, reach the
-state store or the network, whatever its declared tier.
+was granted, and ``http`` and ``memory`` in their read-only forms (:func:`for_worker`). A
+worker researches -- it reads files, searches the user's notes, searches and fetches the
+web -- but no guest in a worker can send on a channel, write a note, a scratchpad or a
+schedule, or send the network anything but a ``GET``/``HEAD`` without a body, whatever its
+declared tier.
 """
 
 from __future__ import annotations
@@ -31,15 +34,25 @@ from ._search import SearchBinding
 from ._state import StateServices
 from ._vault import VaultBinding
 
-WORKER_CAPABILITIES = frozenset({"fs", "clock", "progress", "log"})
+WORKER_CAPABILITIES = frozenset({"fs", "clock", "progress", "log", "search", "http", "memory"})
 """What a worker session's guests may be linked with: reading granted mounts (which a worker
-gets read-only), the clock, progress and logging. Everything else (``channel``, ``memory``,
-``scratchpad``, ``vault``, ``scheduler``, ``http``, ``search``) is withheld."""
+gets read-only), the clock, progress and logging, web search, and ``http`` and ``memory``
+in their read-only forms (:meth:`HttpBinding.reading`: ``GET``/``HEAD`` without a body;
+:meth:`MemoryBinding.searching`: ``search`` alone). Everything else (``channel``,
+``scratchpad``, ``vault``, ``scheduler``) is withheld."""
 
 
 def for_worker(bindings: Iterable[HostBinding]) -> tuple[HostBinding, ...]:
     """The part of ``bindings`` a worker session's guest is linked with."""
-    return tuple(b for b in bindings if b.name in WORKER_CAPABILITIES)
+    return tuple(_read_only(b) for b in bindings if b.name in WORKER_CAPABILITIES)
+
+
+def _read_only(binding: HostBinding) -> HostBinding:
+    if isinstance(binding, HttpBinding):
+        return binding.reading()
+    if isinstance(binding, MemoryBinding):
+        return binding.searching()
+    return binding
 
 
 class UnknownCapability(ValueError):

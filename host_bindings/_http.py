@@ -51,6 +51,9 @@ _RESERVED_HEADERS = frozenset(
     {"host", "content-length", "transfer-encoding", "connection", "upgrade", "te", "trailer"}
 )
 METHODS = frozenset({"GET", "POST", "PUT", "DELETE", "HEAD", "PATCH"})
+READ_METHODS = frozenset({"GET", "HEAD"})
+"""The methods of a network read: all a :meth:`HttpBinding.reading` binding sends (and
+never with a body)."""
 _TEXT_TYPES = ("text/", "application/json", "application/xml", "application/xhtml+xml")
 _TOKEN = frozenset(string.ascii_letters + string.digits + "!#$%&'*+-.^_`|~")
 _VALUE = frozenset(map(chr, range(0x20, 0x7F))) | {"\t"}
@@ -58,7 +61,12 @@ _TEXT_SUFFIXES = ("+json", "+xml", "javascript", "ecmascript", "x-www-form-urlen
 
 
 class HttpBinding:
-    """Capability ``http``: ``toolcage_http_v1.request`` / ``.result``."""
+    """Capability ``http``: ``toolcage_http_v1.request`` / ``.result``.
+
+    Its :meth:`reading` form, what a worker session's guests get, sends only network reads:
+    ``GET`` or ``HEAD`` without a body, through the same egress policy, secrets and byte
+    quotas; any other request is answered ``permission_denied`` and never sent.
+    """
 
     name = "http"
 
@@ -67,10 +75,20 @@ class HttpBinding:
         client: EgressClient,
         secrets: SecretPolicy | None = None,
         rate_limits: RateLimiter | None = None,
+        *,
+        reads_only: bool = False,
     ) -> None:
         self._client = client
         self._secrets = secrets or SecretPolicy()
         self._rate_limits = rate_limits
+        self._reads_only = reads_only
+        if reads_only:
+            # Its own name: the runner keys a linked module by its bindings' names.
+            self.name = "http:read"
+
+    def reading(self) -> HttpBinding:
+        """This binding in its read-only form (see the class docstring)."""
+        return HttpBinding(self._client, self._secrets, self._rate_limits, reads_only=True)
 
     @classmethod
     def from_policy(
@@ -89,7 +107,7 @@ class HttpBinding:
     def define(self, linker: wasmtime.Linker) -> None:
         define_json_call(
             linker,
-            module_name(self.name),
+            module_name("http"),
             "request",
             lambda state, req: self.perform(
                 state.tool_name, req, state.deadline, meter_for(self._rate_limits, state)
@@ -107,6 +125,13 @@ class HttpBinding:
             raise GuestError(AbiError.INVALID)
         if method not in METHODS:
             return failed("validation_error", f"method {method!r} is not one of {sorted(METHODS)}")
+        if self._reads_only and (method not in READ_METHODS or body):
+            sent = f"{method} with a body" if method in READ_METHODS else method
+            return failed(
+                "permission_denied",
+                f"a worker session only reads from the network (GET or HEAD without a body), "
+                f"not {sent}",
+            )
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
             return failed("validation_error", "header names and values must be strings")
         problem = next(filter(None, (_header_problem(k, v) for k, v in headers.items())), None)

@@ -7,10 +7,12 @@ Each check raises :class:`~._state.InvalidRequest` with a message a model can ac
 from __future__ import annotations
 
 import re
+import unicodedata
 import uuid
 from typing import Any
 
 from ._state import InvalidRequest
+from ._store._terms import word_around
 
 MAX_TAGS = 16
 """Tags a note or a search may carry, after normalisation."""
@@ -19,7 +21,7 @@ MAX_CONTENT_CHARS = 100_000
 """The longest note, in characters."""
 
 _NOTE_ID = re.compile(r"^note-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-_BREAKS = ("\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ")
+_BREAKS = ("\n\n", "\n", ". ", "? ", "! ", "。", "！", "？", "; ", ", ", "，", " ")
 
 
 def new_note_id() -> str:
@@ -56,15 +58,15 @@ def content_of(value: Any) -> str:
 
 
 def tags_of(value: Any) -> tuple[str, ...]:
-    """Tags trimmed, lowercased and deduplicated (first occurrence kept, empty ones
-    dropped); at most :data:`MAX_TAGS` of at most :data:`MAX_TAG_CHARS` characters."""
+    """Tags in NFC form, trimmed, lowercased and deduplicated (first occurrence kept, empty
+    ones dropped); at most :data:`MAX_TAGS` of at most :data:`MAX_TAG_CHARS` characters."""
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
         raise InvalidRequest("tags must be a list of strings")
     seen: dict[str, None] = {}
     for raw in value:
-        tag = raw.strip().lower()
+        tag = unicodedata.normalize("NFC", raw).strip().lower()
         if len(tag) > MAX_TAG_CHARS:
             raise InvalidRequest(f"tag {tag[:20]!r}... is longer than {MAX_TAG_CHARS} characters")
         if tag:
@@ -74,14 +76,33 @@ def tags_of(value: Any) -> tuple[str, ...]:
     return tuple(seen)
 
 
+def tag_filter_of(value: Any) -> tuple[str, ...]:
+    """A search's tags, as :func:`tags_of` gives them; an empty one is refused, not dropped:
+    dropping it would widen the search to notes the filter was meant to leave out."""
+    tags = tags_of(value)
+    for n, raw in enumerate(value or ()):
+        if not raw.strip():
+            raise InvalidRequest(
+                f"tags[{n}] is empty; a search keeps only notes carrying every tag given "
+                "(leave tags out to search every note)"
+            )
+    return tags
+
+
 def chunks_of(text: str, size: int) -> list[str]:
     """``text`` cut into pieces of at most ``size`` characters, each cut at the last
-    paragraph, line, sentence or word break of its piece when there is one."""
+    paragraph, line, sentence or word break of its second half when there is one. A cut
+    never splits a word or a character from its marks (:func:`~._store._terms.word_around`):
+    it moves before the word, or after it when the word fills the piece, so a word longer
+    than ``size`` is a piece of its own, and is indexed whole."""
     chunks: list[str] = []
     rest = text
     while len(rest) > size:
         window = rest[:size]
-        cut = next((window.rfind(b) + len(b) for b in _BREAKS if window.rfind(b) > size // 2), size)
+        cut = next((window.rfind(b) + len(b) for b in _BREAKS if window.rfind(b) > size // 2), 0)
+        if not cut:
+            start, end = word_around(rest, size)
+            cut = start or end
         piece = rest[:cut].strip()
         if piece:
             chunks.append(piece)

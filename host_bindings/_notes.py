@@ -13,8 +13,10 @@ Requests are the tools' arguments::
 
 and each result is ``{"ok": true, "text": ...}`` with the tool's output: a JSON object for
 ``save``/``update``/``delete``, a JSON array of ``{text, source, score, note_id, tags,
-created_at, updated_at}`` for ``search`` (with a second line saying so when the search was
-keyword-only). With ``include_conversation`` the array also holds the user's recorded
+created_at, updated_at}`` for ``search`` (with a line saying so when the search was
+keyword-only). Search hits that would not fit the output limit together have their texts
+cut, evenly (see :mod:`._fit`): a cut hit carries ``full_chars``, and a last line says how
+to see more. With ``include_conversation`` the array also holds the user's recorded
 conversation events (``source`` ``"conversation"``, ``note_id`` null, with their
 ``session_id`` and ``role``), ranked with the notes. A refused request is ``{"ok": false,
 ...}`` with a ``validation_error`` a model can act on, or an ``execution_error`` when the
@@ -31,12 +33,14 @@ import wasmtime
 
 from ._abi import module_name, ok
 from ._base import CallState
+from ._fit import MARGIN, fit_texts
 from ._note_text import (
     chunks_of,
     content_of,
     looks_like_note_id,
     new_note_id,
     note_id_of,
+    tag_filter_of,
     tags_of,
 )
 from ._results import define_json_calls
@@ -59,24 +63,34 @@ def _unknown(note_id: str) -> InvalidRequest:
 
 
 class MemoryBinding:
-    """Capability ``memory``: ``toolcage_memory_v1.save``/``update``/``delete``/``search``."""
+    """Capability ``memory``: ``toolcage_memory_v1.save``/``update``/``delete``/``search``.
+
+    Its :meth:`searching` form, what a worker session's guests get, defines ``search``
+    alone: a guest importing ``save``, ``update`` or ``delete`` fails to link.
+    """
 
     name = "memory"
 
-    def __init__(self, services: StateServices) -> None:
+    def __init__(self, services: StateServices, *, search_only: bool = False) -> None:
         self._services = services
+        self._search_only = search_only
+        if search_only:
+            # Its own name: the runner keys a linked module by its bindings' names.
+            self.name = "memory:search"
+
+    def searching(self) -> MemoryBinding:
+        """This binding in its search-only form (see the class docstring)."""
+        return MemoryBinding(self._services, search_only=True)
 
     def define(self, linker: wasmtime.Linker) -> None:
-        define_json_calls(
-            linker,
-            module_name(self.name),
-            {
+        calls = {"search": answering(self.search)}
+        if not self._search_only:
+            calls |= {
                 "save": answering(self.save),
                 "update": answering(self.update),
                 "delete": answering(self.delete),
-                "search": answering(self.search),
-            },
-        )
+            }
+        define_json_calls(linker, module_name("memory"), calls)
 
     def save(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         """Save a new note of the call's user."""
@@ -132,7 +146,7 @@ class MemoryBinding:
         include_conversation = request.get("include_conversation", False)
         if not isinstance(include_conversation, bool):
             raise InvalidRequest("include_conversation must be true or false")
-        tags = tags_of(request.get("tags"))
+        tags = tag_filter_of(request.get("tags"))
         embedder = self._services.embedder
         vector = None if embedder is None else embedder.embed([query], state.deadline)[0]
         config = self._services.config
@@ -174,8 +188,12 @@ class MemoryBinding:
             found = _fused(found, events, top_k)
         for hit in found:
             hit["score"] = round(hit["score"], 6)
-        text = json.dumps(found, ensure_ascii=False)
-        return ok(text=text if embedder is not None else f"{text}\n{KEYWORD_ONLY}")
+        lines = [] if embedder is not None else [KEYWORD_ONLY]
+        budget = state.reply_bytes - MARGIN - len(KEYWORD_ONLY.encode())
+        cut, dropped = fit_texts(found, "text", budget)
+        if cut or dropped:
+            lines.append(_fitted(cut, dropped, len(found)))
+        return ok(text="\n".join([json.dumps(found, ensure_ascii=False), *lines]))
 
     def _embed_new_events(self, state: CallState, embedder: Embedder) -> None:
         """Embed the user's newest conversation events that have no vector of the
@@ -230,6 +248,17 @@ def _fused(
         enumerate([*notes, *conversation]), key=lambda entry: (-entry[1]["score"], entry[0])
     )
     return [hit for _, hit in ranked[:top_k]]
+
+
+def _fitted(cut: int, dropped: int, shown: int) -> str:
+    """The hint of a search answer fitted to the output limit."""
+    what = [f"{cut} of {shown} texts were cut (each has its full_chars)"] if cut else []
+    if dropped:
+        what.append(f"the {dropped} lowest-ranked hits were left out")
+    return (
+        f"to fit the output limit, {' and '.join(what)}; search with a smaller top_k, or a "
+        "narrower query, to see more of each"
+    )
 
 
 def _described(chunks: int, tags: Sequence[str]) -> str:

@@ -29,6 +29,7 @@ import functools
 import json
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import wasmtime
@@ -36,10 +37,11 @@ from toolcage.policies import ToolcageConfig
 
 from ._abi import failed, module_name, ok
 from ._base import CallState
+from ._fit import MARGIN, fit_texts, json_bytes
 from ._results import JsonHandler, define_json_calls
 from ._scheduler._api import EDITABLE, ScheduleBook
 from ._scheduler._clock import Clock, SystemClock
-from ._scheduler._model import ScheduleError, ScheduleValidationError
+from ._scheduler._model import OutputChunk, ScheduleError, ScheduleValidationError
 from ._scheduler._open import open_schedule_store
 from ._scheduler._store import ScheduleStore
 from ._store import StoreError, StoreTimeout, StoreUnavailable
@@ -123,7 +125,7 @@ class SchedulerBinding:
             limit=request.get("limit", 20),
             offset=request.get("offset", 0),
         )
-        return page.to_json()
+        return _fit_page(page.to_json(), int(request.get("offset", 0)), state.reply_bytes)
 
     def edit(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         """Apply the request's fields to a schedule of the call's user and agent."""
@@ -151,7 +153,50 @@ class SchedulerBinding:
             request.get("offset", 0),
             request.get("max_chars", 4000),
         )
-        return chunk.to_json()
+        return _fit_chunk(chunk, state.reply_bytes)
+
+
+def _fit_page(page: dict[str, Any], offset: int, reply_bytes: int) -> dict[str, Any]:
+    """``page`` within ``reply_bytes`` (see :mod:`._fit`): long goals cut evenly (each cut
+    one with ``full_chars``), and when that is not enough the last schedules left to the
+    next page, the hint saying so."""
+    budget = reply_bytes - MARGIN
+    if json_bytes(page) <= budget:
+        return page
+    entries: list[dict[str, Any]] = page["schedules"]
+    cut, dropped = fit_texts(entries, "goal", budget - json_bytes({**page, "schedules": []}))
+    if dropped:
+        page["remaining"] += dropped
+        page["hint"] = f"{page['remaining']} more: call again with offset={offset + len(entries)}"
+    if cut:
+        page["hint"] += (
+            f"; {cut} long goals were cut to fit the output limit (full_chars is each one's"
+            " whole length)"
+        )
+    return page
+
+
+def _fit_chunk(chunk: OutputChunk, reply_bytes: int) -> dict[str, Any]:
+    """``chunk`` within ``reply_bytes``: its text shortened to what fits (the offset to
+    read on from follows, in ``remaining`` and a hint) when its characters are wide."""
+    budget = reply_bytes - MARGIN
+    whole = chunk.to_json()
+    if json_bytes(whole) <= budget:
+        return whole
+    low, high = 0, len(chunk.text)  # the longest prefix that fits: low fits, high+1 not
+    while low < high:
+        middle = (low + high + 1) // 2
+        if json_bytes({**whole, "text": chunk.text[:middle]}) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    shown = replace(chunk, text=chunk.text[:low], remaining=chunk.remaining + len(chunk.text) - low)
+    fitted = shown.to_json()
+    fitted["hint"] = (
+        f"cut to fit the output limit: read on with offset={chunk.offset + low}"
+        " (a smaller max_chars returns whole chunks)"
+    )
+    return fitted
 
 
 class ScheduleBooks:

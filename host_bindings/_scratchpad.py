@@ -5,12 +5,15 @@ The pad is the call's own: its ``user_id`` and ``session_id`` come from the call
 reachable. A write stores the call's whole principal as the pad's last writer. Results
 are ``{"ok": true, "text": ...}`` with the tool's JSON output::
 
-    read   {}                          -> {"session_id", "items", "updated_at", "item_count"}
+    read   {"offset": 0}               -> {"session_id", "items", "updated_at", "item_count"}
     write  {"items": ["...", ...]}     -> {"updated": true, "item_count", "message"}
     clear  {}                          -> {"cleared", "message"}
 
-``items`` is 1 to :data:`MAX_ITEMS` strings of at most :data:`MAX_ITEM_CHARS` characters;
-anything else is a ``validation_error`` saying what to change.
+A pad too long for the output limit (32 items of four-byte characters are ~31 KB) is read
+in parts: the answer then holds the items that fit, ``next_offset`` and a ``hint`` to read
+on from there (see :mod:`._fit`). ``items`` is 1 to :data:`MAX_ITEMS` strings of at most
+:data:`MAX_ITEM_CHARS` characters; anything else is a ``validation_error`` saying what to
+change.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import wasmtime
 
 from ._abi import module_name, ok
 from ._base import CallState
+from ._fit import MARGIN, json_bytes
 from ._results import define_json_calls
 from ._state import InvalidRequest, StateServices, answering
 
@@ -49,18 +53,32 @@ class ScratchpadBinding:
         )
 
     def read(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
-        """The session's pad (no items and no ``updated_at`` when it has none)."""
-        del request
+        """The session's pad from item ``offset`` on (no items and no ``updated_at`` when it
+        has none), as many items as fit ``state.reply_bytes``; a pad that does not fit is
+        read in parts, each saying where the next one starts."""
+        offset = request.get("offset", 0)
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise InvalidRequest("offset must be a whole number of items to skip, 0 or more")
         pad = self._services.store.read_pad(state.principal.user_id, state.principal.session_id)
         items = [] if pad is None else list(pad.items)
-        return _text(
-            {
-                "session_id": state.principal.session_id,
-                "items": items,
-                "updated_at": None if pad is None else pad.updated_at,
-                "item_count": len(items),
-            }
-        )
+        answer: dict[str, Any] = {
+            "session_id": state.principal.session_id,
+            "items": items[offset:],
+            "updated_at": None if pad is None else pad.updated_at,
+            "item_count": len(items),
+        }
+        if offset:
+            answer["offset"] = offset
+        budget = state.reply_bytes - MARGIN
+        while len(answer["items"]) > 1 and json_bytes(answer) > budget:
+            answer["items"].pop()
+            shown = offset + len(answer["items"])
+            answer["next_offset"] = shown
+            answer["hint"] = (
+                f"items {offset} to {shown - 1} of {len(items)} fit the output limit; "
+                f"call scratchpad_read with offset {shown} for the rest"
+            )
+        return _text(answer)
 
     def write(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         """Replace the session's pad with ``items``."""

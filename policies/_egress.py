@@ -53,6 +53,9 @@ from ._addresses import blocked_reason, embedded_v4, parse_address
 from ._cloud_metadata import IPAddress, metadata_host, metadata_service
 from ._hosts import host_problem
 
+MAX_HOST_CHARS = 253
+"""Longest host a URL may name (a DNS name's limit)."""
+
 
 class EgressViolation(ValueError):
     """A request or redirect the egress policy refuses."""
@@ -261,6 +264,11 @@ class EgressPolicy:
         """Refuse a host that is neither a DNS name nor a canonical IP literal (no lookup)."""
         if not host:
             raise EgressViolation("the URL has no host")
+        if len(host) > MAX_HOST_CHARS:  # refused before any message quotes it
+            raise EgressViolation(
+                f"the URL's host is {len(host):,} characters long; a host name has at most "
+                f"{MAX_HOST_CHARS}"
+            )
         problem = host_problem(host)
         if problem is not None:
             raise EgressViolation(

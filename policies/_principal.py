@@ -36,15 +36,18 @@ class SessionKind(enum.StrEnum):
     """What a session may touch; carried by every call's principal.
 
     The kind is enforced where handles are handed out, not only at the gate: a worker's
-    guests are linked without the ``channel`` and state-store bindings and get read-only
-    mounts, so a write-capable tool registered for a worker still cannot act.
+    guests are linked without the ``channel``, scratchpad, vault and scheduler bindings,
+    with read-only forms of ``memory`` (search alone) and ``http`` (``GET``/``HEAD``
+    without a body), and get read-only mounts, so a write-capable tool registered for a
+    worker still cannot act.
     """
 
     MAIN = "main"
     """Everything its agent's tools and the policies allow; sends on its own channel."""
     WORKER = "worker"
-    """Read-only by design: only ``read_only`` tools run, with no channel, no state store
-    and read-only mounts."""
+    """Read-only by design, for research: only ``read_only`` tools run (reading files,
+    searching the user's notes, searching and fetching the web), with no channel, no
+    writes to the state store and read-only mounts."""
     BRANCH = "branch"
     """Like ``main``, but sends on its parent's channel (a delegated agent, by default)."""
 

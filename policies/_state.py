@@ -6,10 +6,12 @@
     enabled = true                       # false: no memory, scratchpad or vault tools
     url = ".toolcage/state.db"           # a file (relative to this config), sqlite:PATH,
                                          # or a libSQL server: libsql://HOST, https://HOST
+                                         # (needs pip install 'toolcage[libsql]')
     auth_token_env = "LIBSQL_TOKEN"      # or auth_token = "..." (remote stores only)
     vector_weight = 1.0                  # how much vector similarity counts in hybrid search
     fts_weight = 1.0                     # how much the keyword rank counts
     chunk_chars = 1000                   # long notes are stored as chunks of at most this
+                                         # (a longer word is a chunk of its own)
     record_conversation = true           # the agent loop records each turn for memory_search
 
     [state.embedder]
@@ -33,6 +35,7 @@ items it may copy: literal item names, or ``*``-patterns.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from pathlib import Path
@@ -50,6 +53,13 @@ REMOTE_SCHEMES = ("libsql", "http", "https")
 """URL schemes of a libSQL server."""
 EMBEDDED_SCHEMES = ("sqlite", "file")
 """URL schemes of the embedded store's file."""
+
+LIBSQL_EXTRA = (
+    "a libSQL server needs the libSQL client, an optional part of toolcage: "
+    "pip install 'toolcage[libsql]'"
+)
+"""Why a remote store cannot open without ``libsql-client`` (left out of the default install:
+it pulls in Sphinx and its themes)."""
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -187,7 +197,8 @@ class StateConfig(_Section):
     fts_weight: float = Field(1.0, ge=0, le=100)
     """Weight of the keyword (BM25) ranking in hybrid search."""
     chunk_chars: int = Field(1000, ge=100, le=100_000)
-    """Longest chunk a note is stored as, in characters."""
+    """Longest chunk a note is stored as, in characters (a cut never splits a word, so a
+    longer word is a chunk of its own)."""
     record_conversation: bool = True
     """Whether the agent loop records each turn's user message and final answer, so
     ``memory_search`` with ``include_conversation`` can find them."""
@@ -214,6 +225,8 @@ class StateConfig(_Section):
             )
         if scheme in REMOTE_SCHEMES and not urlsplit(value).hostname:
             raise ValueError(f"url {value!r} names no host")
+        if scheme in REMOTE_SCHEMES and not libsql_client_installed():
+            raise ValueError(f"url {value!r}: {LIBSQL_EXTRA}")
         if scheme in EMBEDDED_SCHEMES:
             parts = urlsplit(value)
             if parts.netloc or parts.query or not parts.path:
@@ -256,3 +269,8 @@ class StateConfig(_Section):
     def token(self) -> str | None:
         """The libSQL token, read from ``auth_token_env`` when that is set."""
         return secret_from(self.auth_token, self.auth_token_env, "state.auth_token_env")
+
+
+def libsql_client_installed() -> bool:
+    """Whether ``libsql-client`` (the ``libsql`` extra) can be imported."""
+    return importlib.util.find_spec("libsql_client") is not None

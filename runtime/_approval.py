@@ -9,9 +9,10 @@ operator's ``[approval] remember`` scope (the same user and agent, by default): 
 "always" never runs user B's call unasked. The request says whose calls an "always" would
 cover (:attr:`ApprovalRequest.always_covers`).
 
-Session kinds. A ``worker`` session runs ``read_only`` tools only: any other call is
-refused before an approver is asked (the worker's guests also lack the handles to write,
-see :class:`~._tool.SessionKind`).
+Session kinds. A ``worker`` session runs ``read_only`` tools only (network reads among
+them, see :class:`~._tool.SafetyTier`): any other call is refused before an approver is
+asked (the worker's guests also lack the handles to write, see
+:class:`~._tool.SessionKind`).
 
 Chains. An approval needed by a delegated agent's call goes up its chain of sessions to
 the first one that has a channel (the requester itself, then its parents): the

@@ -10,7 +10,8 @@ what was expected and what came, so the model's next attempt can succeed:
   ``cmd`` for ``command``; see :data:`ALIAS_GROUPS`): it is renamed when the schema
   declares exactly one name of its group and not the one sent;
 - an optional parameter is ``null`` where its schema admits no null: it is left out;
-- a number, boolean, array or object parameter arrives as a JSON string (``"[1, 2]"``).
+- a number, boolean, array or object parameter arrives as a JSON string (``"[1, 2]"``);
+- an enum value is spelled otherwise (``"UTF-8"`` for ``"utf-8"``; see :mod:`._spellings`).
 
 A required parameter sent as ``null`` (where its schema admits no null) or as ``""`` is
 missing, and the error says so ("'path' is required and was empty"); only a free-text
@@ -36,10 +37,18 @@ from typing import TYPE_CHECKING, Any
 
 from ._compiled_schema import Check, compile_schema
 from ._errors import ToolError, ToolNotFoundError, ToolValidationError, UsageError
+from ._schema_messages import (
+    a_type,
+    describe_schema_error,
+    excerpt,
+    failing_schema,
+    field_path,
+    json_type,
+)
+from ._spellings import Spelling, respelled, spellings
 from ._tool import FunctionDecl
 
 if TYPE_CHECKING:
-    from jsonschema import ValidationError as SchemaError
     from jsonschema.protocols import Validator
 
 MAX_DEPTH = 64
@@ -96,6 +105,7 @@ class ArgumentSpec:
         "properties",
         "required_values",
         "schema",
+        "spellings",
     )
 
     def __init__(
@@ -109,6 +119,7 @@ class ArgumentSpec:
         validator: Validator | None = None,
         required_values: tuple[tuple[str, bool, bool], ...] = (),
         nulls_dropped: frozenset[str] = frozenset(),
+        spellings: tuple[Spelling, ...] = (),
     ) -> None:
         self.name = name
         """The tool's name, for errors."""
@@ -129,6 +140,9 @@ class ArgumentSpec:
         no null) and whether an empty string is."""
         self.nulls_dropped = nulls_dropped
         """Optional parameters whose schema admits no null: a null value is left out."""
+        self.spellings = spellings
+        """String parameters that list their values, matched by spelling (see
+        :mod:`._spellings`)."""
 
     @classmethod
     def of(cls, decl: FunctionDecl) -> ArgumentSpec:
@@ -170,6 +184,7 @@ class ArgumentSpec:
             validator,
             required_values,
             nulls_dropped,
+            spellings(properties),
         )
 
     @property
@@ -261,7 +276,7 @@ def decode_arguments(raw: Mapping[str, Any] | str, max_bytes: int) -> dict[str, 
         decoded = raw
     if not isinstance(decoded, Mapping):
         raise ToolValidationError(
-            f"arguments must be a JSON object, got {_json_type(decoded)}; send a JSON object"
+            f"arguments must be a JSON object, got {json_type(decoded)}; send a JSON object"
         )
     if not isinstance(raw, str) and check_plain_json(decoded) > max_bytes:
         size = _encoded_size(decoded)  # the bound is loose: measure exactly
@@ -422,7 +437,7 @@ def checked_tool_name(name: object) -> tuple[str, ToolError]:
     if not isinstance(name, str):
         shown = f"<{type(name).__name__}>"
         return shown, ToolValidationError(
-            f"the tool name must be a string, got {_json_type(name)}", field="tool"
+            f"the tool name must be a string, got {json_type(name)}", field="tool"
         )
     shown = name if name.isascii() and name.isprintable() else json.dumps(name)[1:-1]
     if len(shown) > MAX_NAME_CHARS:
@@ -431,10 +446,7 @@ def checked_tool_name(name: object) -> tuple[str, ToolError]:
 
 
 def _path_text(path: tuple[str | int, ...]) -> str:
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
+    return field_path(path)
 
 
 def _subject(path: tuple[str | int, ...]) -> str:
@@ -444,7 +456,8 @@ def _subject(path: tuple[str | int, ...]) -> str:
 
 def normalise_arguments(args: dict[str, Any], spec: ArgumentSpec) -> dict[str, Any]:
     """Apply the unambiguous repairs (alias spellings, optional nulls, JSON-in-a-string
-    values) and refuse a required parameter sent empty (see the module docstring)."""
+    values, enum values by their spelling) and refuse a required parameter sent empty
+    (see the module docstring)."""
     if spec.aliases and not spec.declared.issuperset(args):
         for key in [key for key in args if key not in spec.declared]:
             name = spec.aliases.get(key)
@@ -469,97 +482,31 @@ def normalise_arguments(args: dict[str, Any], spec: ArgumentSpec) -> dict[str, A
             except json.JSONDecodeError:
                 expected = sorted(_schema_types(spec.properties[name]))
                 raise ToolValidationError(
-                    f"field '{name}' must be {_a(expected)}, got a string that is not JSON: "
-                    f"{_preview(value)}",
+                    f"field '{name}' must be {a_type(expected)}, got a string that is not JSON: "
+                    f"{excerpt(value)}",
                     field=name,
                 ) from None
+    for name, allowed, folded in spec.spellings:
+        value = args.get(name)
+        if type(value) is str and value not in allowed:
+            args[name] = respelled(value, allowed, folded)
     return args
 
 
 def validate_arguments(args: Mapping[str, Any], spec: ArgumentSpec) -> None:
-    """Raise :class:`ToolValidationError` describing the first problem, if any."""
+    """Raise :class:`ToolValidationError` describing the first problem, if any; its
+    ``details.schema`` is the part of the schema the failing value had to meet."""
     if spec.check is not None and spec.check(args):
         return
     from jsonschema.exceptions import best_match
 
     error = best_match(spec.validator.iter_errors(args))
     if error is not None:
-        raise ToolValidationError(describe_schema_error(error), field=_field_path(error) or None)
-
-
-def describe_schema_error(error: SchemaError) -> str:
-    """One sentence a model can act on: which field, what was expected, what came."""
-    where = _field_path(error)
-    subject = f"field '{where}'" if where else "the arguments object"
-    value: Any = error.instance
-    rule: Any = error.validator_value
-    schema: Any = error.schema
-    match error.validator:
-        case "required":
-            missing = [n for n in rule if n not in value]
-            prefix = f"{where}." if where else ""
-            names = ", ".join(f"'{prefix}{n}'" for n in missing)
-            return f"missing required field {names}"
-        case "additionalProperties":
-            allowed = sorted(schema.get("properties", {}))
-            extra = sorted(set(value) - set(allowed))
-            return (
-                f"{subject} has unknown field {', '.join(repr(e) for e in extra)}; "
-                f"allowed fields: {', '.join(allowed) or 'none'}"
-            )
-        case "type":
-            return f"{subject} must be {_a(rule)}, got {_described(value)}"
-        case "enum":
-            options = ", ".join(json.dumps(o) for o in rule)
-            return f"{subject} must be one of {options}; got {_preview(value)}"
-        case "const":
-            return f"{subject} must be {json.dumps(rule)}; got {_preview(value)}"
-        case _:
-            return f"{subject}: {error.message}"
-
-
-def _field_path(error: SchemaError) -> str:
-    path = ""
-    for part in error.absolute_path:
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-    return path
-
-
-def _json_type(value: Any) -> str:
-    match value:
-        case None:
-            return "null"
-        case bool():
-            return "boolean"
-        case int():
-            return "integer"
-        case float():
-            return "number"
-        case str():
-            return "string"
-        case list() | tuple():
-            return "array"
-        case _ if isinstance(value, Mapping):
-            return "object"
-    return type(value).__name__
-
-
-def _a(expected: Any) -> str:
-    if isinstance(expected, list):
-        return " or ".join(_a(e) for e in expected if e != "null")
-    return f"an {expected}" if str(expected)[:1] in "aeiou" else f"a {expected}"
-
-
-def _described(value: Any) -> str:
-    return f"{_json_type(value)} {_preview(value)}"
-
-
-def _preview(value: Any, limit: int = 80) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+        raise ToolValidationError(
+            describe_schema_error(error),
+            field=field_path(error.absolute_path) or None,
+            details={"schema": failing_schema(error)},
+        )
 
 
 def _encoded_size(value: Mapping[str, Any]) -> int:

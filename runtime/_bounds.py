@@ -4,7 +4,9 @@ A model's context is small and a host keeps results (a conversation history does
 pipeline bounds each part of a result at the tool's byte limit (``truncate_bytes``):
 
 - the text blocks, joined, cut at the limit (never inside a UTF-8 character) with the
-  truncation marker naming the handle of the full text in the :class:`OutputStore`;
+  truncation marker naming the handle of the full text in the :class:`OutputStore`; when
+  the text is cut, details that say whether the output was cut (``"truncated": false``,
+  as ``file_read``'s do) say ``true``, so they agree with what the model received;
 - ``details``, measured as JSON: over the limit (or :data:`DETAILS_FLOOR`, the larger; a
   tool's small structured answer, such as the paging data of ``tool_output_read``, survives
   even a tiny limit), it is replaced by a small object saying so (``truncated``,
@@ -108,14 +110,18 @@ def bound_result(
         return result
     changes: dict[str, Any] = {}
     keep = _Keep(store, ctx)
+    details = result.details
     if text_chars > quick or not plain or images:
         bounded = _bound_content(result.content, limit, keep)
         if bounded is not None:
             changes["content"] = bounded
+            cut = keep.last is not None  # the full text went to the store
+            if cut and type(details) is dict and details.get("truncated") is False:
+                details = changes["details"] = {**details, "truncated": True}
     if not details_fit:
-        details = _bound_details(result.details, details_limit // 4, details_limit, keep)
-        if details is not result.details:
-            changes["details"] = details
+        bounded_details = _bound_details(details, details_limit // 4, details_limit, keep)
+        if bounded_details is not details:
+            changes["details"] = bounded_details
     if not artifacts_fit:
         artifacts = _bound_artifacts(result.artifacts, details_limit, keep)
         if artifacts is not result.artifacts:

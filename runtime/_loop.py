@@ -26,9 +26,10 @@ tool_results={call_id: result, ...})``: each pending result is replaced by the g
 the budgets count afresh from there. A turn awaiting results is not recorded (below) until
 it ends.
 
-Validation-retry. A ``validation_error`` goes back to the model with the failing field and
-the tool's schema, so it can correct the call. When the same tool fails validation again
-after ``max_validation_retries`` retries, the turn stops with
+Validation-retry. A ``validation_error`` goes back to the model with the failing field, the
+part of the schema that field had to meet, and the tool's schema without its descriptions
+(at most :data:`RETRY_SCHEMA_CHARS` characters), so it can correct the call. When the same
+tool fails validation again after ``max_validation_retries`` retries, the turn stops with
 :attr:`StopReason.VALIDATION_FAILED` and the error in :attr:`TurnResult.error`.
 
 Conversation. When the runtime has a state store that records conversations (``[state]
@@ -58,6 +59,7 @@ from ._model_client import ModelClient
 from ._result import TextContent, ToolResult
 from ._round import Sleep, execute_round, timestamp, unless_aborted
 from ._runtime import DEFAULT_CONTEXT, Runtime
+from ._schema_messages import schema_excerpt
 from ._tool import FunctionDecl, ToolExecutionContext
 from .providers.base import (
     Message,
@@ -67,6 +69,9 @@ from .providers.base import (
     ToolResultsMessage,
     Usage,
 )
+
+RETRY_SCHEMA_CHARS = 2000
+"""Longest tool schema quoted in a validation-retry message (descriptions left out)."""
 
 
 class StopReason(enum.StrEnum):
@@ -284,10 +289,16 @@ def _retry_feedback(
         schema = runtime.registry.get(name, ctx.agent_id).schema().parameters
     except ToolNotFoundError:  # pragma: no cover - validation implies the tool exists
         return outcome, None
+    part = (error.details or {}).get("schema")
+    if not part and error.field:  # a repair step's refusal: the field's own schema
+        part = schema_excerpt(schema.get("properties", {}).get(error.field))
     where = f" The failing field is {error.field!r}." if error.field else ""
+    if part and error.field:
+        where += f" Its schema: {json.dumps(part, ensure_ascii=False)}."
+    whole = json.dumps(schema_excerpt(schema, RETRY_SCHEMA_CHARS), ensure_ascii=False)
     text = (
         f"Invalid arguments for {name}: {error.message}.{where} "
-        f"The arguments must match this JSON Schema: {json.dumps(schema, sort_keys=True)} "
+        f"The arguments must match this JSON Schema: {whole} "
         f"Correct the arguments and call {name} again "
         f"({retries_left} {'retry' if retries_left == 1 else 'retries'} left)."
     )

@@ -39,6 +39,7 @@ from ._mcp_annotations import annotations_for
 from ._result import ImageContent, TextContent, ToolResult
 from ._runtime import Runtime
 from ._tool import ProgressUpdate, ToolCall, ToolExecutionContext
+from ._version import toolcage_version
 
 DISPLAY_META = "toolcage/display"
 """The ``_meta`` key of a result's display line."""
@@ -162,7 +163,9 @@ def build_server(runtime: Runtime, agent_id: str = "default") -> Server[Any]:
             _request.reset(token)
         return to_call_result(result)
 
-    return Server("toolcage", on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server(
+        "toolcage", version=toolcage_version(), on_list_tools=list_tools, on_call_tool=call_tool
+    )
 
 
 async def _forward_progress(

@@ -7,8 +7,10 @@ runs, each of those arguments is canonicalised against the mounts the tool is gr
 -- the mounts of the call's principal, where a mount's host directory names it;
 a path that leaves the mounts, or writes to a read-only one, ends the call with
 ``permission_denied`` naming the allowed roots, and text that is no usable path at all
-(empty, too long, a NUL byte) with ``validation_error`` naming the argument. Tools without
-``path_arguments`` pass untouched.
+(empty, too long, a NUL byte) with ``validation_error`` naming the argument. A path
+argument left out is checked as its schema's ``default`` (``file_list`` without ``path``
+lists ``/workspace`` of the call's mounts, or is refused like ``"/workspace"`` would be);
+one with no default stays out. Tools without ``path_arguments`` pass untouched.
 """
 
 from __future__ import annotations
@@ -72,9 +74,11 @@ class PathCheck:
             raise ToolExecutionError(f"the mounts are misconfigured: {exc}") from exc
         checked = dict(args)
         for arg, need in path_arguments.items():
-            if arg not in args or args[arg] is None:
-                continue
-            value = args[arg]
+            value = args.get(arg)
+            if value is None:
+                value = _default(tool, arg)
+                if value is None:
+                    continue
             if not isinstance(value, str):
                 raise PermissionDeniedError(f"{arg} must be a path string", field=arg)
             try:
@@ -84,3 +88,9 @@ class PathCheck:
                     raise ToolValidationError(f"{name}: {arg}: {exc.reason}", field=arg) from exc
                 raise PermissionDeniedError(f"{name}: {exc}", field=arg) from exc
         return checked
+
+
+def _default(tool: Tool, arg: str) -> Any:
+    """The ``default`` the schema of ``tool`` gives parameter ``arg`` (``None``: none)."""
+    spec = tool.schema().parameters.get("properties", {}).get(arg)
+    return spec.get("default") if isinstance(spec, Mapping) else None

@@ -13,12 +13,12 @@ for a failure what to do about it -- in the order a call would meet them:
 ``bubblewrap``
     ``bwrap`` is installed and can start a trivial sandbox (sandboxed shell only);
 ``sidecar``
-    the shell daemon starts -- which means its own sandbox ran ``true`` and, when it runs
-    as root, that ``shell.sandbox_uid`` can reach the workspace;
+    the shell daemon starts -- which means its own sandbox ran ``true``;
 ``workspace``
-    the uid commands run as (``shell.sandbox_uid`` when the sidecar runs as root) can reach
-    the workspace and write to it (a workspace naming the principal: the directory each
-    principal's is made in exists; the sidecar makes each for that uid);
+    the uid commands run as (``shell.sandbox_uid`` when the sidecar runs as root) can write
+    to the workspace, as the sidecar found from inside its sandbox (a workspace naming the
+    principal: the directory each principal's is made in exists; the sidecar makes each for
+    that uid);
 ``egress``
     the egress rules of every tool resolve, and the search provider is described;
 ``state``
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import subprocess
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -48,7 +47,6 @@ from toolcage.host_bindings._store._sqlite import EmbeddedStore
 from toolcage.host_bindings._store._sqlite_causes import recovery
 from toolcage.policies import ConfigError, EgressPolicy, HostTemplate, ShellMode
 
-from ._access import allows, unsearchable_parent
 from ._errors import ToolError, UsageError
 from ._runtime import Runtime
 from ._shell_tool import ShellExecTool, call_sidecar
@@ -202,7 +200,7 @@ async def _sidecar(runtime: Runtime) -> AsyncIterator[CheckResult]:
     if not tool.template.fixed.exists():
         tool.template.make_fixed()  # as the first command would
     try:
-        await call_sidecar(tool.sidecar, "ping", {}, PROBE_SECONDS)
+        answer = await call_sidecar(tool.sidecar, "ping", {}, PROBE_SECONDS)
     except ToolError as exc:
         yield CheckResult(
             "sidecar",
@@ -211,16 +209,17 @@ async def _sidecar(runtime: Runtime) -> AsyncIterator[CheckResult]:
             "follow the reason above; `toolcage sidecar --config FILE --socket PATH` runs the "
             "daemon in the foreground with its log on stderr",
         )
-    else:
-        yield CheckResult("sidecar", "ok", "the shell daemon started and ran `true` in its sandbox")
-    yield _workspace(runtime, tool.template)
+        yield CheckResult("workspace", "skip", "the shell daemon did not start")
+        return
+    yield CheckResult("sidecar", "ok", "the shell daemon started and ran `true` in its sandbox")
+    yield _workspace(runtime, tool.template, answer.get("workspace_writable"))
 
 
-def _workspace(runtime: Runtime, template: HostTemplate) -> CheckResult:
-    """Whether the uid commands run as may search its way down to the workspace and write
-    in it, from the modes and owners on the way (as the kernel decides, ACLs aside). A
-    workspace per principal is made by the sidecar for that uid, beneath a directory the
-    sidecar checked that uid can reach when it started: only that directory is looked at."""
+def _workspace(runtime: Runtime, template: HostTemplate, writable: object) -> CheckResult:
+    """Whether commands may write in the workspace, as the sidecar found by asking the
+    kernel from inside its sandbox when it started (``test -w``: modes, owners, ACLs and
+    the uid commands run as all count). A workspace per principal is made by the sidecar
+    for that uid on its first command: only the directory they are made in is looked at."""
     sandboxed_root = os.geteuid() == 0 and runtime.config.shell.mode is ShellMode.SANDBOXED
     uid = runtime.config.shell.sandbox_uid if sandboxed_root else os.geteuid()
     workspace = template.fixed
@@ -234,17 +233,7 @@ def _workspace(runtime: Runtime, template: HostTemplate) -> CheckResult:
             "ok",
             f"each principal's workspace ({template}) is made on its first command, for uid {uid}",
         )
-    gid = uid if sandboxed_root else os.getegid()  # the sidecar starts bwrap as uid:uid
-    directory = unsearchable_parent(workspace, uid, gid, itself=True)
-    if directory is not None:
-        return CheckResult(
-            "workspace",
-            "FAIL",
-            f"commands run as uid {uid} cannot reach {workspace}: {directory} is not "
-            "searchable for them",
-            f"chmod o+x {directory} (or choose another workspace or shell.sandbox_uid)",
-        )
-    if not allows(workspace, uid, gid, stat.S_IWOTH | stat.S_IXOTH):
+    if writable is not True:
         return CheckResult(
             "workspace",
             "FAIL",

@@ -27,6 +27,7 @@ A background command's details are ``{job_id, background, cwd}``; ``shell_job``'
 from __future__ import annotations
 
 import hashlib
+import os
 import signal
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
@@ -52,6 +53,7 @@ from toolcage.sidecar import (
     SidecarLost,
     SidecarUnavailable,
     default_runtime_dir,
+    prepare_workspace,
 )
 
 from ._errors import (
@@ -418,6 +420,9 @@ def shell_builtins(
     if shell.mode is ShellMode.DISABLED:
         disabled = ShellExecTool(shell, workspace, None)
         return [disabled], [ShellPolicyCheck(disabled)]
+    template = HostTemplate.parse(workspace)
+    if shell.mode is ShellMode.SANDBOXED and os.geteuid() == 0 and not template.per_principal:
+        prepare_workspace(template.fixed, shell.sandbox_uid)  # before any file tool writes
     absolute = shell.model_copy(update={"workspace": workspace})
     client = SidecarClient(SidecarLauncher(absolute, runtime_dir=default_runtime_dir()))
     sidecar = SidecarHandle(client, stack)

@@ -33,7 +33,6 @@ ones the host configured (none: the API's no-op).
 from __future__ import annotations
 
 import time
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -42,11 +41,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanContext, SpanKind, Status, StatusCode
 
 from ._observe import CallObserver, CallTrace
-
-try:
-    _VERSION = version("toolcage")
-except PackageNotFoundError:  # run from a source tree that was never installed
-    _VERSION = "0"
+from ._version import toolcage_version
 
 
 class ToolTelemetry(CallObserver):
@@ -66,10 +61,12 @@ class ToolTelemetry(CallObserver):
         traces: bool = True,
         metrics: bool = True,
     ) -> None:
-        self._tracer = trace.get_tracer("toolcage", _VERSION, tracer_provider) if traces else None
+        self._tracer = (
+            trace.get_tracer("toolcage", toolcage_version(), tracer_provider) if traces else None
+        )
         self._calls = self._durations = None
         if metrics:
-            meter = otel_metrics.get_meter("toolcage", _VERSION, meter_provider)
+            meter = otel_metrics.get_meter("toolcage", toolcage_version(), meter_provider)
             self._calls = meter.create_counter(
                 "toolcage.tool.calls", unit="{call}", description="Tool calls, by outcome"
             )

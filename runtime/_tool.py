@@ -34,7 +34,11 @@ class SafetyTier(enum.StrEnum):
     """How much harm a tool can do; decides approval and mount modes."""
 
     READ_ONLY = "read_only"
-    """Observes only. Gets read-only mounts; may run concurrently with its siblings."""
+    """Observes only: files, the user's notes, and the network by a *network read* -- a
+    ``GET`` or ``HEAD`` without a body, through the egress policy and the rate limits (so
+    ``web_fetch`` and ``web_search`` are read_only; ``http_request``, whose method, headers
+    and body are the caller's, is not). Gets read-only mounts; may run concurrently with
+    its siblings; the only tier a worker session runs."""
     SIDE_EFFECTING = "side_effecting"
     """Changes files or the outside world within what its policy grants."""
     PRIVILEGED = "privileged"

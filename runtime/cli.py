@@ -1,5 +1,6 @@
 """The ``toolcage`` command.
 
+    toolcage --version                                    the installed version
     toolcage tools [--config FILE] [--json]
     toolcage call NAME 'JSON' [--config FILE] [--approve]
     toolcage call --jsonl [--config FILE] [--approve]   one {"tool", "arguments", "id"} per line
@@ -58,6 +59,7 @@ from ._scaffold import add_parser as add_new_tool_parser
 from ._scaffold import run_new_tool
 from ._scheduler_args import add_parser as add_scheduler_parser
 from ._setup_check import run_checks
+from ._version import toolcage_version
 
 EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130
@@ -125,7 +127,12 @@ def _main(argv: list[str]) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="toolcage", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="toolcage",
+        description="Run toolcage's sandboxed tools from the command line, serve them over "
+        "MCP, fire schedules, and check that this machine is ready for a config.",
+    )
+    parser.add_argument("--version", action="version", version=f"toolcage {toolcage_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     tools = commands.add_parser("tools", help="list the available tools")
     tools.add_argument("--json", action="store_true", help="print JSON, with each tool's schema")

@@ -3,10 +3,12 @@
 The runtime talks to it through :class:`SidecarClient`, which has a
 :class:`SidecarLauncher` start the daemon on demand and restart it after a crash; the
 daemon itself is ``python -m toolcage.sidecar`` (``toolcage sidecar``). Only the wire
-protocol (:mod:`._protocol`) and the policies are shared between the two processes.
+protocol (:mod:`._protocol`) and the policies are shared between the two processes;
+:func:`prepare_workspace` is what a root runtime does to the workspace before either runs.
 """
 
 from ._client import SidecarClient, SidecarClosed, SidecarError, SidecarLost
+from ._grant import prepare_workspace
 from ._launcher import SidecarLauncher, SidecarUnavailable, default_runtime_dir
 from ._protocol import MAX_FRAME_BYTES, POLICY_REFUSED, PROTOCOL, VERSION, ProtocolError
 
@@ -23,4 +25,5 @@ __all__ = [
     "SidecarLost",
     "SidecarUnavailable",
     "default_runtime_dir",
+    "prepare_workspace",
 ]

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import errno
 import logging
 import os
 import signal
@@ -30,6 +32,8 @@ from anyio.abc import TaskStatus
 from toolcage.policies import ConfigError, ShellConfig, ShellMode, ShellPolicy, load_config
 from toolcage.policies._log_format import add_logging_arguments, configure_logging
 
+from ._grant import grant_workspace
+from ._passage import Passage
 from ._sandbox import BubblewrapSandbox, Sandbox, UnsafeHostShell
 from ._server import (
     CommandCheck,
@@ -44,6 +48,8 @@ from ._workspaces import Workspaces
 logger = logging.getLogger("toolcage.sidecar")
 
 EXIT_OK, EXIT_FAILED = 0, 2
+WRITABLE_PROBE = "test -w . && test -x ."
+"""Run in the workspace root at startup: may commands create files there?"""
 
 
 class StartupError(Exception):
@@ -55,13 +61,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(args.log_format, args.verbose, daemon=True)
     try:
         config, base_dir = _config(args)
-        server = _server(
-            config, base_dir, Path(args.socket), args.allow_uid, args.unsafe_skip_policy
-        )
-        try:
+        with contextlib.ExitStack() as stack:
+            server = _server(
+                config,
+                base_dir,
+                Path(args.socket),
+                args.allow_uid,
+                args.unsafe_skip_policy,
+                stack=stack,
+            )
             anyio.run(_serve, server, args.exit_with_stdin, backend="asyncio")
-        finally:
-            server.service.sandbox.close()
     except (StartupError, ConfigError, SocketSetupError) as exc:
         print(f"toolcage sidecar: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -71,7 +80,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="toolcage sidecar", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="toolcage sidecar",
+        description="Run the shell daemon (also: python -m toolcage.sidecar).",
+    )
     parser.add_argument("--socket", required=True, help="the Unix socket to listen on")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--config", metavar="FILE", help="toolcage config (its [shell] section)")
@@ -111,7 +123,10 @@ def _server(
     socket_path: Path,
     extra_uids: list[int],
     skip_policy: bool = False,
+    *,
+    stack: contextlib.ExitStack,
 ) -> SidecarServer:
+    """The server for ``config``; what it holds is released by ``stack``."""
     template = config.workspace_template(base_dir)
     per_principal = template.per_principal
     workspace = template.fixed
@@ -123,6 +138,13 @@ def _server(
     sandbox: Sandbox
     root = os.geteuid() == 0 and config.mode is ShellMode.SANDBOXED
     run_as = config.sandbox_uid if root else None
+    if run_as is not None:
+        if not per_principal:  # one made per principal is given to run_as
+            _grant(workspace, run_as)
+        blocked = _unsearchable_parent(workspace, run_as)
+        if blocked is not None:  # before any thread starts: see ._passage
+            workspace = _passage(workspace, run_as, blocked, stack)
+            template = dataclasses.replace(template, fixed=workspace)
     workspaces = Workspaces(template, owner_uid=run_as)
     if config.mode is ShellMode.HOST:
         logger.warning(
@@ -147,9 +169,7 @@ def _server(
             ) from None
         if run_as is not None:
             workspaces.let_pass()  # bwrap, as run_as, passes the parent of each workspace
-            _check_reachable(workspace, run_as)
-            if not per_principal:  # one made per principal is given to run_as
-                _check_writable(workspace, run_as)
+    stack.callback(sandbox.close)
     service = ShellService(
         sandbox,
         config.limits,
@@ -172,29 +192,58 @@ def _server(
     )
 
 
-def _check_reachable(workspace: Path, uid: int) -> None:
-    """Refuse to start when ``uid`` cannot search its way down to the workspace."""
-    for directory in (*reversed(workspace.parents), workspace):
+def _grant(workspace: Path, uid: int) -> None:
+    """Let ``uid`` write in the workspace and in what is created in it later (see
+    :mod:`._grant`); where ACLs are missing, a workspace root owns is given to ``uid``."""
+    try:
+        grant_workspace(workspace, uid)
+    except OSError as exc:
+        if exc.errno not in (errno.EOPNOTSUPP, errno.ENOTSUP) or workspace.stat().st_uid != 0:
+            logger.warning(
+                "cannot give uid %d (shell.sandbox_uid) its ACL entries on %s: %s",
+                *(uid, workspace, exc),
+                extra={"event": "sidecar.workspace_not_granted", "path": str(workspace)},
+            )
+            return
+        os.chown(workspace, uid, uid)
+        logger.warning(
+            "%s has no ACL support: the workspace is given to uid %d (shell.sandbox_uid); "
+            "files the file tools write in it stay root's, readable but not writable by "
+            "commands",
+            *(workspace, uid),
+            extra={"event": "sidecar.workspace_chowned", "path": str(workspace), "uid": uid},
+        )
+
+
+def _unsearchable_parent(workspace: Path, uid: int) -> Path | None:
+    """The first directory above ``workspace`` that ``uid`` may not pass, if any."""
+    for directory in reversed(workspace.parents):
         info = directory.stat()
         if info.st_uid != uid and not info.st_mode & stat.S_IXOTH:
-            raise StartupError(
-                f"the sidecar runs as root, so commands run as uid {uid} (shell.sandbox_uid), "
-                f"which cannot reach the workspace {workspace}: {directory} is not searchable "
-                f"by others (mode {stat.S_IMODE(info.st_mode):04o}); make it searchable "
-                f"(chmod o+x {directory}) or choose another workspace or sandbox_uid"
-            )
+            return directory
+    return None
 
 
-def _check_writable(workspace: Path, uid: int) -> None:
-    info = workspace.stat()
-    if info.st_uid != uid and not info.st_mode & stat.S_IWOTH:
-        logger.warning(
-            "the sidecar runs as root, so commands run as uid %d (shell.sandbox_uid), which "
-            "cannot write to %s; chown the workspace to that uid to let commands write",
-            uid,
-            workspace,
-            extra={"event": "sidecar.workspace_not_writable", "uid": uid, "path": str(workspace)},
-        )
+def _passage(workspace: Path, uid: int, blocked: Path, stack: contextlib.ExitStack) -> Path:
+    """The workspace bound where ``uid`` may reach it (:mod:`._passage`)."""
+    try:
+        passage = Passage(workspace)
+    except OSError as exc:
+        mode = stat.S_IMODE(blocked.stat().st_mode)
+        raise StartupError(
+            f"the sidecar runs as root, so commands run as uid {uid} (shell.sandbox_uid), "
+            f"which cannot reach the workspace {workspace}: {blocked} is not searchable by "
+            f"others (mode {mode:04o}), and the sidecar cannot bind the workspace elsewhere "
+            f"in a mount namespace of its own ({exc}); make {blocked} searchable "
+            f"(chmod o+x {blocked}) or choose another workspace"
+        ) from None
+    stack.callback(passage.close)
+    logger.info(
+        "%s is beneath %s, which uid %d may not pass: commands reach it through %s",
+        *(workspace, blocked, uid, passage.path),
+        extra={"event": "sidecar.workspace_passage", "path": str(passage.path)},
+    )
+    return passage.path
 
 
 async def _serve(server: SidecarServer, exit_with_stdin: bool) -> None:
@@ -212,14 +261,26 @@ async def _serve(server: SidecarServer, exit_with_stdin: bool) -> None:
 
 
 async def _probe(server: SidecarServer) -> None:
-    """Run ``true`` in the sandbox: a sidecar that cannot run commands must not start."""
+    """Run ``true`` in the sandbox: a sidecar that cannot run commands must not start. In
+    the one shared workspace, ask too whether commands may write there (the answer is
+    the kernel's, ACLs and the sandbox's uid included); the ``ping`` answer reports it."""
     name = "toolcage-startup-probe"
     with server.service.workspaces.scratch() as owner:
         result = await server.service.exec(name, "true", 30.0, 4096, owner)
+        if result["exit_code"] == 0 and not owner:
+            writable = await server.service.exec(name, WRITABLE_PROBE, 30.0, 4096, owner)
+            server.workspace_writable = writable["exit_code"] == 0
         await server.service.close(name, owner)
     if result["exit_code"] != 0:
         detail = (result["stderr"] or result["stdout"]).strip() or f"exit {result['exit_code']}"
         raise StartupError(f"the sandbox cannot run commands: {detail}")
+    if server.workspace_writable is False:
+        logger.warning(
+            "commands cannot write to the workspace (uid %s); give it to the uid commands "
+            "run as (shell.sandbox_uid when the sidecar runs as root)",
+            os.geteuid(),
+            extra={"event": "sidecar.workspace_not_writable"},
+        )
 
 
 async def _signals(

@@ -22,7 +22,8 @@ Requests and responses
     names, and sessions and jobs are kept per owner of a workspace, so the same session
     name of two users is two sessions (see :mod:`._workspaces`).
 
-    ``ping`` -> ``{}``
+    ``ping`` -> ``{sessions, jobs, workspace_writable}``: ``workspace_writable`` says
+    whether commands may write in the shared workspace (``null`` with one per principal).
     ``open`` ``{session}`` -> ``{cwd, created}``: a session keeps a working directory
     inside the workspace and exported variables from one command to the next.
     ``close`` ``{session}`` -> ``{}``: forgets it and kills its background jobs.

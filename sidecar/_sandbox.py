@@ -154,17 +154,31 @@ exec -a "$name" /run/toolcage/git "${{lead[@]}}" "$@"
 GIT_GUARD = _git_guard()
 
 
+SHELL_NAME = "bash"
+"""``$0`` of the script: bash names it in its own messages (``bash: line 1: ...``)."""
+
+
 def prelude(limits: ShellLimits, *, root: str, report_fd: int) -> str:
-    """The bash script that applies limits, enters the cwd, runs ``$1`` and reports."""
-    return f"""ulimit -HS -c 0 -u {limits.processes} -t {limits.cpu_seconds} \\
--v {limits.memory_bytes // 1024} -f {max(1, limits.file_bytes // 1024)} \\
-|| {{ echo 'toolcage: cannot apply limits' >&2; exit 125; }}
-__tc_command=$1 __tc_cwd=$2
-set --
-cd -- "$__tc_cwd" 2>/dev/null || {{ echo "toolcage: $__tc_cwd is gone; running in {root}" >&2; \\
-cd -- '{root}' || exit 125; }}
-unset __tc_cwd
-eval "$__tc_command" {report_fd}>&-
+    """The bash script that applies limits, enters the cwd, runs ``$1`` and reports.
+
+    Everything up to the ``eval`` of the command is on the script's first line: bash
+    numbers the lines of ``eval``-ed text from the line ``eval`` is on, so its messages
+    count the command's own lines (``bash: line 1: note.txt: Permission denied``), never
+    the prelude's."""
+    setup = "; ".join(
+        (
+            f"ulimit -HS -c 0 -u {limits.processes} -t {limits.cpu_seconds} "
+            f"-v {limits.memory_bytes // 1024} -f {max(1, limits.file_bytes // 1024)} "
+            "|| { echo 'toolcage: cannot apply limits' >&2; exit 125; }",
+            "__tc_command=$1 __tc_cwd=$2",
+            "set --",
+            f'cd -- "$__tc_cwd" 2>/dev/null || {{ echo "toolcage: $__tc_cwd is gone; '
+            f"running in {root}\" >&2; cd -- '{root}' || exit 125; }}",
+            "unset __tc_cwd",
+            f'eval "$__tc_command" {report_fd}>&-',
+        )
+    )
+    return f"""{setup}
 __tc_status=$?
 {{ builtin printf 'cwd\\0%s\\0' "$PWD"; builtin export -p; }} >&{report_fd} 2>/dev/null
 exit $__tc_status
@@ -287,7 +301,7 @@ class BubblewrapSandbox:
         workspace: Path | None = None,
     ) -> Spawn:
         script = prelude(self.limits, root=str(GUEST_WORKSPACE), report_fd=report_fd)
-        tail = [script, "toolcage", command, str(GUEST_WORKSPACE / cwd)]
+        tail = [script, SHELL_NAME, command, str(GUEST_WORKSPACE / cwd)]
         if workspace is None:
             if self.workspace is None:
                 raise ValueError("this sandbox has no workspace of its own; pass one")
@@ -324,7 +338,7 @@ class UnsafeHostShell:
         if workspace is not None:  # a host-mode workspace never names the principal
             raise ValueError("commands on the host work in the one workspace only")
         script = prelude(self.limits, root=str(self.workspace), report_fd=report_fd)
-        argv = [BASH, "--noprofile", "--norc", "-c", script, "toolcage", command]
+        argv = [BASH, "--noprofile", "--norc", "-c", script, SHELL_NAME, command]
         argv.append(str(self.workspace / cwd))
         return Spawn(argv, dict(env), cwd=str(self.workspace), pass_fds=[report_fd])
 

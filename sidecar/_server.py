@@ -151,6 +151,9 @@ class SidecarServer:
         self.mode = mode
         self.policy = policy
         """Every command is checked against it before it runs."""
+        self.workspace_writable: bool | None = None
+        """Whether commands may write in the shared workspace (found by the startup
+        probe); ``None`` when each principal has a workspace of its own."""
         self.ops: dict[str, Handler] = {
             "ping": self._ping,
             "open": self._open,
@@ -270,7 +273,11 @@ class SidecarServer:
     # -- operations -----------------------------------------------------------------------
 
     async def _ping(self, message: dict[str, Any]) -> dict[str, Any]:
-        return {"sessions": len(self.service.sessions), "jobs": len(self.service.jobs)}
+        return {
+            "sessions": len(self.service.sessions),
+            "jobs": len(self.service.jobs),
+            "workspace_writable": self.workspace_writable,
+        }
 
     def _owner(self, message: dict[str, Any]) -> Owner:
         """Whose workspace the request is for (``()``: the shared one)."""

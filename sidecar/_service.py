@@ -35,6 +35,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 from toolcage.policies import ShellLimits, protected_env_reason
+from toolcage.policies.shell._env import SANDBOX_HOME
 
 from ._output import HeadTail, Ring
 from ._process import Running, finish, kill_group, start, supervise, watch
@@ -47,7 +48,7 @@ WORKSPACE_ROOT = PurePosixPath(".")
 _VOLATILE = frozenset({"PWD", "OLDPWD", "SHLVL", "_"})
 BASE_ENV = {
     "PATH": PATH,
-    "HOME": "/tmp",  # noqa: S108 - the sandbox's own private tmpfs
+    "HOME": SANDBOX_HOME,  # fixed: the policy knows what $HOME and ~ stand for
     "TMPDIR": "/tmp",  # noqa: S108
     "LANG": "C.UTF-8",
     "TERM": "dumb",

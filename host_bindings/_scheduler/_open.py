@@ -13,6 +13,7 @@ from pathlib import Path
 
 from toolcage.host_bindings._store._open import _remote_endpoint, _sqlite_path
 from toolcage.host_bindings._store._protocol import StoreUnavailable
+from toolcage.policies._state import LIBSQL_EXTRA, libsql_client_installed
 
 from ._store import ScheduleStore
 
@@ -30,6 +31,8 @@ def open_schedule_store(
 
         return EmbeddedScheduleStore(_sqlite_path(url, parsed, base_dir), url=url)
     if scheme in ("libsql", "http", "https"):
+        if not libsql_client_installed():
+            raise StoreUnavailable(url, LIBSQL_EXTRA)
         from ._libsql import RemoteScheduleStore
 
         endpoint, token, shown = _remote_endpoint(url, parsed)

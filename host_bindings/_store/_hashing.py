@@ -1,12 +1,13 @@
 """A deterministic embedder with no model: a random projection of the bag of words.
 
-Each word (lowercased run of letters and digits) is given a fixed pseudo-random unit
-direction, seeded by a hash of the word; a text's vector is the normalised sum of its
-words' directions. Texts that share words point the same way, and the cosine of two texts
-approximates the overlap of their words (the Johnson-Lindenstrauss property of random
-projections). It knows nothing of meaning, so it serves tests and benchmarks, and stores
-that want vectors without any model; ``synonyms`` maps words onto one direction so a test
-can stage a match "by meaning".
+Each term of a text (its words, symbols and characters of scripts without spaces, folded
+as the keyword index folds them: :func:`._terms.terms`) is given a fixed pseudo-random
+unit direction, seeded by a hash of the term; a text's vector is the normalised sum of
+its terms' directions. Texts that share words point the same way, and the cosine of two
+texts approximates the overlap of their words (the Johnson-Lindenstrauss property of
+random projections). It knows nothing of meaning, so it serves tests and benchmarks, and
+stores that want vectors without any model; ``synonyms`` maps words onto one direction so
+a test can stage a match "by meaning".
 
 A word's direction costs about 0.2 ms to compute (a seeded Gaussian per dimension), about
 thirteen times what summing it costs, so directions are cached: as ``array('d')`` (the
@@ -22,13 +23,12 @@ import collections
 import hashlib
 import math
 import random
-import re
 import sys
 import threading
 from array import array
 from collections.abc import Callable, Mapping, Sequence
 
-_WORD = re.compile(r"[^\W_]+")
+from ._terms import fold, terms
 
 CACHE_BYTES = 16 * 1024 * 1024
 """What the word directions of one embedder may hold by default: about 5,000 words of
@@ -52,7 +52,7 @@ class HashingEmbedder:
         if dimensions < 1:
             raise ValueError("dimensions must be at least 1")
         self._dimensions = dimensions
-        self._synonyms = {k.lower(): v.lower() for k, v in (synonyms or {}).items()}
+        self._synonyms = {fold(k): fold(v) for k, v in (synonyms or {}).items()}
         self.directions = DirectionCache(self._make_direction, cache_bytes)
         """The cached word directions."""
 
@@ -69,16 +69,13 @@ class HashingEmbedder:
         return self._dimensions
 
     def embed(self, texts: Sequence[str], deadline: float) -> list[list[float]]:
-        """One unit vector per text (all zeros for a text without words); ``deadline`` is
+        """One unit vector per text (all zeros for a blank text); ``deadline`` is
         not consulted: the work is bounded by the texts' length."""
         return [self.embed_one(text) for text in texts]
 
     def embed_one(self, text: str) -> list[float]:
         """The vector of one text."""
-        directions = [
-            self.directions.get(self._synonyms.get(word, word))
-            for word in _WORD.findall(text.lower())
-        ]
+        directions = [self.directions.get(self._synonyms.get(word, word)) for word in terms(text)]
         if not directions:
             return [0.0] * self._dimensions
         # Summed a dimension at a time, in the order of the words: what adding the vectors

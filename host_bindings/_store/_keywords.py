@@ -2,10 +2,11 @@
 
 Every user's notes are one *corpus* and their conversation events another
 (``keyword_corpora``, one row per user and kind, holding its number of documents and the
-sum of their lengths). A document -- a note's chunk, an event -- is indexed as its words
-(:func:`words`): one ``keyword_postings`` row per distinct word, keyed ``(corpus, term,
-doc)`` with how often the word occurs and the document's length, and one
-``keyword_terms`` row per word of the corpus with how many of its documents hold it.
+sum of their lengths). A document -- a note's chunk, an event -- is indexed as its terms
+(:func:`._terms.terms`: its words, symbols, and the characters of scripts written without
+spaces, folded as a query's are): one ``keyword_postings`` row per distinct term, keyed
+``(corpus, term, doc)`` with how often the term occurs and the document's length, and one
+``keyword_terms`` row per term of the corpus with how many of its documents hold it.
 
 A search reads only rows under its own corpus id: the document frequencies that decide
 which query words are searched, and every statistic BM25 weighs them by (the number of
@@ -21,7 +22,7 @@ Ranking is FTS5's ``bm25`` formula (k1 = 1.2, b = 0.75, ``idf = ln((N - n + 0.5)
 counted the row it kept for it -- the text's words, one token naming the owner, one per
 tag -- so a store holding only one user's rows ranks them exactly as the FTS5 index of
 earlier versions did (``tests/host_bindings/store/test_keyword_recall.py`` holds its
-answers). A text without words is not indexed. As Lucene's common-terms query does, a
+answers). A blank text is not indexed. As Lucene's common-terms query does, a
 notes search keeps only the query's rarest words whose document frequencies add up to
 :data:`COMMON_TERMS_BUDGET` (and always the rarest one): a word in most of the user's
 notes would cost a posting per note and weigh almost nothing.
@@ -34,11 +35,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from ._terms import terms
 
 Statement = tuple[str, Sequence[Any]]
 """SQL and its arguments."""
@@ -51,10 +52,8 @@ NOTES = "notes"
 EVENTS = "events"
 """The corpus of a user's conversation events: its documents are ``events`` rows."""
 
-MAX_QUERY_WORDS = 64
-"""Keyword search uses at most this many distinct words of the query."""
-MAX_WORD_CHARS = 64
-"""A longer word is indexed and searched as its first this many characters."""
+MAX_QUERY_TERMS = 64
+"""Keyword search uses at most this many distinct terms of the query."""
 COMMON_TERMS_BUDGET = 5_000
 """A notes search keeps the query's rarest words whose document frequencies add up to at
 most this (and always the rarest one)."""
@@ -63,24 +62,13 @@ K1 = 1.2
 B = 0.75
 """BM25's length normalisation (FTS5's)."""
 
-_WORD = re.compile(r"[^\W_]+")
 _CORPUS = "(SELECT id FROM keyword_corpora WHERE user_id = ? AND kind = ?)"
 _BULK_ROWS = 200
 
 
-def words(text: str) -> list[str]:
-    """The words of ``text``, in order: runs of letters and digits, case-folded, with
-    diacritics removed (``Café`` and ``cafe`` are one word)."""
-    folded = text.casefold()
-    if not folded.isascii():
-        decomposed = unicodedata.normalize("NFKD", folded)
-        folded = "".join(c for c in decomposed if unicodedata.category(c) != "Mn")
-    return [word[:MAX_WORD_CHARS] for word in _WORD.findall(folded)]
-
-
-def query_words(query_text: str) -> list[str]:
-    """The distinct words of a query, at most :data:`MAX_QUERY_WORDS`."""
-    return list(dict.fromkeys(words(query_text)))[:MAX_QUERY_WORDS]
+def query_terms(query_text: str) -> list[str]:
+    """The distinct terms of a query, at most :data:`MAX_QUERY_TERMS`."""
+    return list(dict.fromkeys(terms(query_text)))[:MAX_QUERY_TERMS]
 
 
 def rarest_words(words: Sequence[str], frequencies: dict[str, int], budget: int) -> list[str]:
@@ -128,10 +116,10 @@ def corpus_row(user_id: str, kind: str, *, exists: Statement | None = None) -> S
 def index(user_id: str, kind: str, doc: Statement, text: str, tags: int = 0) -> list[Statement]:
     """Statements indexing ``text`` (of a chunk with ``tags`` tags) as the document whose
     id ``doc``'s SQL yields; they change nothing when it yields ``NULL`` (a replace of a
-    note that is not there), and there are none for a text without words. Their rows (of
+    note that is not there), and there are none for a blank text. Their rows (of
     ``WITHOUT ROWID`` tables, and an update) leave ``last_insert_rowid()`` alone, so
     ``doc`` may be that of the document's own insert."""
-    found = words(text)
+    found = terms(text)
     if not found:
         return []
     doc_sql, doc_args = doc
@@ -240,7 +228,7 @@ def search(
     """``(doc, group)`` of the user's ``limit`` documents of ``kind`` best matching the
     query's words (with every tag in ``tags``, for notes), best first; words are chosen
     within ``budget`` when given."""
-    wanted = query_words(query_text)
+    wanted = query_terms(query_text)
     if not wanted:
         return []
     found = run(_STATISTICS.format(marks=", ".join("?" * len(wanted))), (*wanted, user_id, kind))
@@ -263,7 +251,7 @@ def search(
     return [(int(row[0]), int(row[1])) for row in rows]
 
 
-# -- the index of a database that had none ------------------------------------------------
+# -- the index of every stored document, made by a migration ---------------------------------
 
 _SOURCES = (
     (NOTES, "chunks", "(SELECT count(*) FROM chunk_tags AS t WHERE t.chunk_id = d.id)"),
@@ -281,8 +269,8 @@ batch runs, and is tried again."""
 
 
 def backfill(run: Run) -> list[Statement]:
-    """Statements indexing every stored chunk and event, for the migration that creates
-    the (empty) keyword tables; reads the texts with ``run``."""
+    """Statements indexing every stored chunk and event, for a migration that leaves the
+    keyword tables empty; reads the texts with ``run``."""
     present = {
         str(row[0])
         for row in run(
@@ -291,7 +279,7 @@ def backfill(run: Run) -> list[Statement]:
         )
     }
     corpora: dict[tuple[str, str], list[int]] = {}  # (user, kind) -> [id, documents, length]
-    terms: Counter[tuple[int, str]] = Counter()
+    frequencies: Counter[tuple[int, str]] = Counter()
     postings: list[tuple[Any, ...]] = []
     seen: list[int] = []
     for kind, table, tags in _SOURCES:
@@ -299,7 +287,7 @@ def backfill(run: Run) -> list[Statement]:
         rows = run(read, ()) if table in present else []
         seen += [len(rows), max((int(row[0]) for row in rows), default=0)]
         for doc, user_id, text, tag_count in rows:
-            found = words(str(text))
+            found = terms(str(text))
             if not found:
                 continue
             length = document_length(found, int(tag_count))
@@ -308,7 +296,7 @@ def backfill(run: Run) -> list[Statement]:
             corpus[2] += length
             for term, hits in Counter(found).items():
                 postings.append((corpus[0], term, int(doc), hits, length))
-                terms[(corpus[0], term)] += 1
+                frequencies[(corpus[0], term)] += 1
     return [
         (_SNAPSHOT_GUARD, seen),
         ("DELETE FROM model_guard", ()),
@@ -316,7 +304,9 @@ def backfill(run: Run) -> list[Statement]:
             "keyword_corpora (id, user_id, kind, documents, length)",
             [(c[0], user, kind, c[1], c[2]) for (user, kind), c in corpora.items()],
         ),
-        *_bulk("keyword_terms (corpus, term, documents)", [(*k, n) for k, n in terms.items()]),
+        *_bulk(
+            "keyword_terms (corpus, term, documents)", [(*k, n) for k, n in frequencies.items()]
+        ),
         *_bulk("keyword_postings (corpus, term, doc, hits, length)", postings),
     ]
 

@@ -19,6 +19,7 @@ import urllib.parse
 from pathlib import Path
 
 from toolcage.policies import StateConfig
+from toolcage.policies._state import LIBSQL_EXTRA, libsql_client_installed
 
 from ._protocol import StateStore, StoreUnavailable
 
@@ -76,6 +77,8 @@ def open_store(
 
         store = EmbeddedStore(_sqlite_path(url, parsed, base_dir), url=url)
     elif scheme in ("libsql", "http", "https"):
+        if not libsql_client_installed():
+            raise StoreUnavailable(url, LIBSQL_EXTRA)
         from ._libsql import RemoteStore
 
         endpoint, token, shown = _remote_endpoint(url, parsed)

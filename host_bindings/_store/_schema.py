@@ -6,7 +6,7 @@ creates ``store_meta`` if it is missing, and applies, in one write transaction, 
 migration past the recorded version; several processes opening one database at once
 serialise on that transaction, and the loser finds the work done. A migration step is
 SQL, or a function that reads the database and returns statements (the keyword index of
-a database that had none, see :func:`._keywords.backfill`).
+every stored chunk and event, see :func:`._keywords.backfill`).
 
 Vector tables depend on the backend and on the embedder's dimensions, so each backend
 creates its own when the first vector arrives (see ``vector_tables`` in each backend).
@@ -156,6 +156,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         "DROP TABLE events_fts",
         # The remote store's index of every user's vectors: searches scan the user's own.
         "DROP INDEX IF EXISTS chunk_vectors_idx",
+    ),
+    # 7: keyword terms as _terms makes them (text in NFKC form and case-folded; symbols,
+    # scripts without spaces and whole long words as terms): every chunk and event is
+    # indexed again, so what was saved before is found by the queries of now.
+    (
+        "DELETE FROM keyword_postings",
+        "DELETE FROM keyword_terms",
+        "DELETE FROM keyword_corpora",
+        backfill,
     ),
 )
 

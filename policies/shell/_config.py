@@ -11,7 +11,7 @@
     [shell.syntax]                  # each switch admits one more construct
     expansions = false
     redirections = "workspace"      # "none" | "workspace" | "any"
-    globs = true                    # globs, heredocs, test_commands, control_flow: when
+    globs = true                    # globs, arithmetic, heredocs, test_commands, control_flow:
     control_flow = false            # unset, on in sandboxed mode and off in host mode
 
     [shell.limits]
@@ -73,9 +73,14 @@ class ShellSyntax(_Section):
 
     expansions: bool = False
     """``$NAME`` and ``${NAME}`` parameter expansion (a loop's own variable needs no switch)."""
+    fixed_variables: bool = True
+    """``$HOME``, ``${HOME}`` and a word's leading ``~`` or ``~/`` stand for the sandbox's
+    fixed home, ``/tmp`` (known to the policy: ``HOME`` is protected and set by the
+    sidecar); ``"$PWD"`` for the working directory, which is always absolute, so never an
+    option (unquoted, its value is unknown: bash splits it)."""
     substitutions: bool = False
     """``$(...)``, backticks and ``<(...)``; the inner commands are checked too."""
-    arithmetic: bool = False
+    arithmetic: bool | None = None
     """``$((...))`` over number literals (a variable's value would be evaluated as code)."""
     globs: bool | None = None
     """Unquoted ``*``, ``?`` and ``[...]``; as a redirection target only a pattern that
@@ -108,6 +113,8 @@ class ShellSyntax(_Section):
     def describe(self) -> str:
         """What a command may hold under these settings, in a sentence for a model."""
         parts = ["literal words"]
+        if self.fixed_variables:
+            parts.append("$HOME, ~ and $PWD")
         for switch, text in _DESCRIPTIONS:
             if getattr(self, switch):
                 parts.append(text)
@@ -131,7 +138,7 @@ _DESCRIPTIONS = (
     ("heredocs", "here-documents (<<'EOF') and here-strings"),
     ("subshells", "( ) and { } groups"),
 )  # fmt: skip
-_MODE_SWITCHES = ("globs", "heredocs", "test_commands", "control_flow")
+_MODE_SWITCHES = ("globs", "arithmetic", "heredocs", "test_commands", "control_flow")
 """Switches that default to on under bubblewrap and off in host mode."""
 
 

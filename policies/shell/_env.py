@@ -33,7 +33,7 @@ PROTECTED_NAMES = frozenset(
         "PROMPT_DIRTRIM", "HISTCONTROL", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS",
         "CC", "CXX", "CPP", "LD", "AR", "LESSOPEN", "LESSCLOSE", "LESSKEY", "LESSSECURE",
         "SYSTEMD_PAGER", "TOOLCAGE_COMMAND", "TAPE", "RSH", "RMT", "PS0", "FCEDIT", "ZDOTDIR",
-        "CONFIG_SITE", "CONFIG_SHELL", "TERMINFO_DIRS", "TERMCAP", "CURL_HOME", "WGETRC",
+        "PWD", "CONFIG_SITE", "CONFIG_SHELL", "TERMINFO_DIRS", "TERMCAP", "CURL_HOME", "WGETRC",
     }
 )  # fmt: skip
 """Exact names."""
@@ -49,6 +49,15 @@ PROTECTED_PREFIXES = (
 
 PROTECTED_SUFFIXES = ("_PAGER", "_EDITOR", "_BROWSER", "_ASKPASS", "_RSH", "_SSH_COMMAND")
 """Name endings: however a program spells its pager, editor or remote shell, it runs it."""
+
+
+SANDBOX_HOME = "/tmp"  # noqa: S108 - the sandbox's own private tmpfs
+"""``HOME`` of every command: the sandbox's private ``/tmp``, fixed (``HOME`` is protected),
+so ``$HOME`` and ``~`` name no host directory and the shell policy knows their value."""
+FIXED_VARIABLES = frozenset({"HOME", "PWD"})
+"""Variables the sandbox itself sets, which ``ShellSyntax.fixed_variables`` lets commands
+expand: ``HOME`` (:data:`SANDBOX_HOME`) and ``PWD`` (the working directory, always an
+absolute path; commands cannot assign it)."""
 
 
 def is_env_name(name: str) -> bool:

@@ -13,6 +13,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ._compound import NOT_PROVEN, LoopVariable
+from ._env import FIXED_VARIABLES, SANDBOX_HOME
 from ._words import (
     Assignment,
     Redirect,
@@ -46,6 +47,8 @@ _NUMBER = re.compile(r"[0-9][0-9A-Za-z@_#]*", re.ASCII)
 """An integer constant as bash's arithmetic reads it (``42``, ``0x1f``, ``2#101``, ``64#zZ``):
 a token that starts with a digit is a number to bash, never a variable (tree-sitter calls
 ``0x1f`` a variable name, hence the check on the text rather than the node type)."""
+_PWD = LoopVariable(dashless=True, test_operand=True)
+"""``"$PWD"``: an absolute path, never empty, never an option, never ``-v``."""
 
 
 class CommandParts:
@@ -54,6 +57,7 @@ class CommandParts:
     syntax: ShellSyntax
     loop_vars: dict[str, LoopVariable]
     depth: int
+    source: bytes
 
     if TYPE_CHECKING:  # provided by the walker
 
@@ -74,7 +78,8 @@ class CommandParts:
             raise self.refuse(node, "only NAME=value assignments are supported")
         if len(children) > 3:
             raise self.refuse(node, "an unusual assignment")
-        value = self.word(children[2]) if len(children) == 3 else Word("", "")
+        # a value's `~` is refused as before: bash expands it after `=` and every `:`
+        value = self.word(children[2], first=False) if len(children) == 3 else Word("", "")
         return Assignment(self.text(children[0]), value, self.text(node))
 
     def redirect(
@@ -159,16 +164,19 @@ class CommandParts:
             if (line.lstrip("\t") if strip else line) == delimiter:
                 raise self.refuse(node, "a here-document line equal to its delimiter")
 
-    def word(self, node: Node) -> Word:
+    def word(self, node: Node, *, first: bool = True) -> Word:
+        """A word; ``first``: it starts a word of the command (not a later part of a
+        concatenation, nor an assignment's value), where a leading ``~`` is ``$HOME``."""
         kind = node.type
         text = self.text(node)
         if kind in ("word", "number"):
             if node.child_count:
                 raise self.refuse(node, "an unusual word")
-            value = decode_unquoted(text, self.syntax)
+            home = SANDBOX_HOME if first and self.syntax.fixed_variables else None
+            value = decode_unquoted(text, self.syntax, home)
             if value is not None:
                 return Word(text, value)
-            shape = unquoted_shape(text)
+            shape = unquoted_shape(text, home)
             if shape is None:
                 return Word(text, None)
             return Word(text, None, shape, starts_dashless(shape), never_a_subscript_test(shape))
@@ -178,12 +186,19 @@ class CommandParts:
             return self.double_quoted(node)
         if kind == "concatenation":
             return self.concatenation(node)
+        if self.fixed_home(node):
+            return Word(text, SANDBOX_HOME)  # no blank or glob in it: bash keeps it whole
         self.expansion(node)
         return Word(text, None)
 
     def concatenation(self, node: Node) -> Word:
         self.adjacent(node)
-        parts = [self.word(child) for child in node.children]
+        # bash's tilde-prefix runs to the first unquoted slash: `~"/x"` and `~$x` keep their
+        # `~`, so only a first part with its own slash (`~/`) starts with the home
+        home = self.text(node.children[0]) != "~"
+        parts = [
+            self.word(child, first=index == 0 and home) for index, child in enumerate(node.children)
+        ]
         values = [part.value for part in parts]
         if all(v is not None for v in values):
             return Word(self.text(node), "".join(v or "" for v in values))
@@ -203,6 +218,7 @@ class CommandParts:
         text = self.text(node)
         expanded = False
         first = NOT_PROVEN  # what is known of the string's start
+        homes: list[Node] = []
         for index, child in enumerate(node.children):
             if child.type == "string_content" or (not child.is_named and child.type == '"'):
                 if index == 1 and child.type == "string_content":
@@ -211,23 +227,53 @@ class CommandParts:
                 continue
             if not child.is_named:
                 raise self.refuse(child, f"unexpected {child.type!r} in a string")
+            if self.fixed_home(child):
+                homes.append(child)
+                continue
             variable = self.expansion(child)
             if index == 1:
                 first = variable
             expanded = True
+        if homes and not expanded:  # "$HOME/x": the text with the home written out
+            start, cut = node.start_byte, 0
+            pieces = []
+            for home in homes:
+                pieces += [self.source[start + cut : home.start_byte], SANDBOX_HOME.encode()]
+                cut = home.end_byte - start
+            text = b"".join([*pieces, self.source[start + cut : node.end_byte]]).decode()
         value = decode_double_quoted(text)
         if value is None and not expanded:
             raise self.refuse(node, "an unescaped '$' or '`' in a string")
         if not expanded:
-            return Word(text, value)
+            return Word(self.text(node), value)
         whole = len(node.children) == 3  # "$f": the string is the variable's value
         operand = first.dashless or (whole and first.test_operand)
-        return Word(text, None, dashless=first.dashless, test_operand=operand)
+        return Word(self.text(node), None, dashless=first.dashless, test_operand=operand)
+
+    def fixed_home(self, node: Node) -> bool:
+        """Whether ``node`` is ``$HOME`` or ``${HOME}`` and they stand for the fixed home."""
+        return self.syntax.fixed_variables and self.fixed_name(node) == "HOME"
+
+    def fixed_name(self, node: Node) -> str | None:
+        """The variable of a plain ``$NAME`` or ``${NAME}`` naming one of the sandbox's fixed
+        variables, or ``None``."""
+        shapes = {
+            "simple_expansion": ["$", "variable_name"],
+            "expansion": ["${", "variable_name", "}"],
+        }
+        if [c.type for c in node.children] != shapes.get(node.type):
+            return None
+        name = node.children[1]
+        if name.type != "variable_name" or self.text(name) not in FIXED_VARIABLES:
+            return None
+        return self.text(name)
 
     def expansion(self, node: Node) -> LoopVariable:
         """An expansion inside a word: allowed only when its switch is on (value unknown),
         or when it names a loop variable in scope, whose proofs it returns."""
         kind = node.type
+        if self.syntax.fixed_variables and self.fixed_name(node) == "PWD":
+            return _PWD
         if kind == "simple_expansion":
             names = [
                 c
@@ -259,6 +305,8 @@ class CommandParts:
         elif kind == "arithmetic_expansion":
             if not self.syntax.arithmetic:
                 raise self.refuse(node, "arithmetic expansion is not enabled")
+            if not node.children or node.children[0].type != "$((":
+                raise self.refuse(node, "only the $((...)) form of arithmetic is supported")
             self.arithmetic(node)
         elif kind == "brace_expression":
             if not self.syntax.braces:

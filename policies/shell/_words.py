@@ -91,8 +91,11 @@ class SimpleCommand:
     """More arguments arrive at run time (under ``xargs``): unknown ones."""
 
 
-def decode_unquoted(text: str, syntax: ShellSyntax) -> str | None:
+def decode_unquoted(text: str, syntax: ShellSyntax, home: str | None = None) -> str | None:
     """The value of an unquoted word, ``None`` if an enabled expansion makes it unknown.
+
+    ``home``: the word starts a command's word, where a leading ``~`` or ``~/`` is that
+    fixed home (``None``: a leading ``~`` is judged like any other).
 
     Raises :class:`ShellPolicyViolation` for any character bash would treat specially
     unless the operator enabled that expansion.
@@ -100,6 +103,9 @@ def decode_unquoted(text: str, syntax: ShellSyntax) -> str | None:
     out: list[str] = []
     unknown = False
     i = 0
+    if home is not None and home_tilde(text):
+        out.append(home)
+        i = 1
     while i < len(text):
         c = text[i]
         if c == "\\":
@@ -134,11 +140,20 @@ def decode_unquoted(text: str, syntax: ShellSyntax) -> str | None:
     return None if unknown else "".join(out)
 
 
-def unquoted_shape(text: str) -> str | None:
+def home_tilde(text: str) -> bool:
+    """Whether an unquoted word starts with ``~`` alone or ``~/``: bash's ``$HOME``."""
+    return text[:1] == "~" and text[1:2] in ("", "/")
+
+
+def unquoted_shape(text: str, home: str | None = None) -> str | None:
     """The text of an unquoted word already passed by :func:`decode_unquoted`, backslashes
-    removed and glob characters kept; ``None`` if tilde or brace expansion applies too."""
+    removed and glob characters kept; ``None`` if tilde or brace expansion applies too
+    (but for a leading ``~`` that is ``home``, as there)."""
     out: list[str] = []
     i = 0
+    if home is not None and home_tilde(text):
+        out.append(home)
+        i = 1
     while i < len(text):
         c = text[i]
         if c == "\\":

@@ -196,4 +196,5 @@ def guest_limits(limits: ToolLimits) -> GuestLimits:
         timeout=limits.timeout,
         memory_bytes=limits.memory_bytes or DEFAULT_MEMORY_BYTES,
         output_bytes=limits.output_bytes or DEFAULT_OUTPUT_BYTES,
+        reply_bytes=limits.truncate_bytes,
     )

@@ -75,6 +75,9 @@ class GuestLimits:
     """Largest linear memory the guest may grow to."""
     output_bytes: int = 1 << 20
     """stdout bytes kept (stderr keeps a sixteenth of it); the rest is dropped."""
+    reply_bytes: int = 16 << 10
+    """UTF-8 bytes of the result's text the model receives uncut (the tool's
+    ``truncate_bytes``): host bindings fit what they answer to it."""
 
 
 class WasmToolRunner:

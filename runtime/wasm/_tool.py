@@ -212,6 +212,7 @@ class WasmTool:
                 log=lambda level, message: _log_line(self.name, level, message),
                 mounts=mounts,
                 principal=ctx.principal,
+                reply_bytes=self.limits.reply_bytes,
                 decide=None if (trace := current_trace()) is None else trace.decide,
             )
         try:
@@ -242,8 +243,8 @@ class WasmTool:
         except LinkError as exc:
             if worker:
                 raise PermissionDeniedError(
-                    f"{self.name} cannot run in a worker session, which has no channel, state "
-                    f"store or network: {exc}",
+                    f"{self.name} cannot run in a worker session, which only reads (files, "
+                    f"the user's notes, the web): {exc}",
                     details={"session_kind": SessionKind.WORKER.value},
                 ) from exc
             # The operator took a capability away ([egress.grants]): the tool cannot run.

@@ -300,6 +300,57 @@ class TestRuns:
         assert run["summary"].startswith("resumed")
 
 
+class TestResultsFit:
+    """At their maxima the results stay whole JSON under the output limit (16 KiB)."""
+
+    async def test_wide_output_is_read_in_whole_chunks_to_its_end(self, box: Box) -> None:
+        made = await box.ok(
+            "schedule_create", goal="Count.", cadence_type="interval", cadence_value="60"
+        )
+        at = datetime.fromisoformat(made["next_run_at"])
+        [run_id] = await fire(box.root, at + timedelta(seconds=1), "\U0001f600" * 20_000)
+        text, offset = "", 0
+        while True:
+            result = await box.call(
+                "schedule_run_output", run_id=run_id, offset=offset, max_chars=8000
+            )
+            assert not result.is_error, result.output_text[:300]
+            assert len(result.output_text.encode()) <= 16 * 1024
+            chunk = json.loads(result.output_text)
+            assert chunk["offset"] == offset
+            text += chunk["text"]
+            offset += len(chunk["text"])
+            if not chunk["remaining"]:
+                break
+            assert f"offset={offset}" in chunk["hint"]
+        assert text == "\U0001f600" * 20_000 + " (Count.)"
+
+    async def test_a_page_of_long_wide_goals_fits_and_says_what_was_cut(self, box: Box) -> None:
+        for n in range(12):
+            goal = f"{n:02d}" + "\u00e9" * 7998
+            await box.ok(
+                "schedule_create", goal=goal, cadence_type="cron", cadence_value="0 9 * * *"
+            )
+        seen = 0
+        offset = 0
+        while True:
+            result = await box.call("schedule_search", limit=50, offset=offset)
+            assert not result.is_error, result.output_text[:300]
+            assert len(result.output_text.encode()) <= 16 * 1024
+            page = json.loads(result.output_text)
+            assert page["total"] == 12
+            for schedule in page["schedules"]:
+                assert schedule["full_chars"] == 8000
+                assert schedule["goal"].endswith("\u2026")
+            assert "cut to fit the output limit" in page["hint"]
+            seen += len(page["schedules"])
+            offset += len(page["schedules"])
+            if not page["remaining"]:
+                break
+            assert f"offset={offset}" in page["hint"]
+        assert seen == 12
+
+
 class TestConfig:
     async def test_disabled_scheduler_has_no_schedule_tools(self, tmp_path: Path) -> None:
         async with await runtime_in(tmp_path, CONFIG + "[scheduler]\nenabled = false\n") as rt:

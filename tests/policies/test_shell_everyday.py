@@ -2,7 +2,7 @@
 
 The corpus is what a developer types in a repository -- search, git, text processing,
 file management, loops and tests, here-documents, build and test runs, long chains -- as
-written, not tuned to the policy. At least 95% of it must pass the policy of a default
+written, not tuned to the policy. At least 97% of it must pass the policy of a default
 config; the refused ones are printed with their reasons (``pytest -s`` shows them).
 """
 
@@ -16,7 +16,7 @@ from toolcage.policies._config import parse_config
 
 CORPUS = json.loads((Path(__file__).parent / "everyday_commands.json").read_text("utf-8"))
 COMMANDS = [command for group in CORPUS["groups"] for command in group["commands"]]
-REQUIRED_SHARE = 0.95
+REQUIRED_SHARE = 0.97
 
 
 def default_policy(tmp_path: Path) -> ShellPolicy:
@@ -52,9 +52,9 @@ def test_the_default_policy_runs_nearly_all_of_it(tmp_path: Path) -> None:
 
 def test_what_is_refused_is_refused_by_design(tmp_path: Path) -> None:
     """Every refusal is one the policy makes on purpose: programs outside the allowlist,
-    or expansions whose value it cannot know."""
+    expansions whose value it cannot know, redirections out of the workspace."""
     reasons = [reason for _, reason in refusals(default_policy(tmp_path))]
-    by_design = ("not in the allowlist", "not enabled", "must be literal")
+    by_design = ("not in the allowlist", "not enabled", "must be literal", "must stay inside")
     assert all(any(part in reason for part in by_design) for reason in reasons), reasons
 
 
@@ -69,5 +69,10 @@ def test_the_commands_a_new_user_met_refused_now_pass(tmp_path: Path) -> None:
         'for f in src/*.py; do wc -l "$f"; done',
         "cat <<'EOF' > notes.txt\nhello\nEOF",
         " && ".join(f"echo {i}" for i in range(30)),
+        "echo $HOME",
+        "ls ~",
+        'echo "$HOME"',
+        'ls "$PWD"',
+        "echo $((1 + 1))",
     ):
         policy.check(command)

@@ -57,19 +57,23 @@ class TestWordOnlyDefault:
     @pytest.mark.parametrize(
         ("command", "part"),
         [
-            ("echo $HOME", "$HOME"),
-            ("echo ${HOME}", "${HOME}"),
-            ('echo "$HOME"', "$HOME"),
+            ("echo $USER", "$USER"),
+            ("echo ${USER}", "${USER}"),
+            ('echo "$USER"', "$USER"),
+            ("echo ${HOME:-x}", "${HOME:-x}"),
+            ('echo "$OLDPWD"', "$OLDPWD"),
             ("echo $(id)", "$(id)"),
             ("echo `id`", "`id`"),
             ('echo "`id`"', "`id`"),
             ("cat <(ls)", "<(ls)"),
-            ("echo $((1+2))", "$((1+2))"),
-            ("ls ~", "~"),
+            ("echo $((x+2))", "x"),
+            ("ls ~root", "~root"),
+            ("ls ~+", "~+"),
+            ('ls ~"/x"', "~"),
             ("echo {a,b}", "{"),
             ("echo $'\\x41'", "$'\\x41'"),
             ('echo "a$"', "$"),
-            ("ls ~/x", "~/x"),
+            ("ls ~root/x", "~root/x"),
             ("A=~/x ls", "~/x"),
             ("ls --dir=~/x", "--dir=~/x"),
             ("sleep 1 &", "&"),
@@ -187,7 +191,7 @@ class TestArithmetic:
         [
             "echo $((6 * 7))", "echo $((0x1f + 2#101 + 64#zZ + 010))", 'echo "$((10 / 3))"',
             "echo $(( (1 << 4) | 3 ))", "echo $((1 ? 2 : 3)) $((-4)) $((!0)) $((~1))",
-            "echo $[1 + 2]", "export N=$((2 + 2))", "echo $((10#08))",
+            "export N=$((2 + 2))", "echo $((10#08))",
         ],
     )  # fmt: skip
     def test_number_literals_pass(self, command: str) -> None:
@@ -201,7 +205,8 @@ class TestArithmetic:
             ("echo $(($y))", "$y"),
             ("echo $((${y}))", "${y}"),
             ('echo "$((y))"', "y"),
-            ("echo $[y]", "y"),
+            ("echo $[y]", "$[y]"),
+            ("echo $[1 + 2]", "$[1 + 2]"),  # the old form: only $(( )) is read
             ("echo $((1 ? y : 2))", "y"),
             ("echo $((-(y)))", "y"),
             ("echo $((y++))", "y"),

@@ -426,11 +426,27 @@ class TestCheck:
         assert done.returncode == 1
 
     @pytest.mark.skipif(os.geteuid() != 0, reason="commands run as another uid only under root")
-    def test_a_workspace_the_sandbox_uid_cannot_write_says_how_to_fix_it(self) -> None:
+    def test_a_root_owned_workspace_is_made_writable_for_the_sandbox_uid(self) -> None:
         workspace = make_workspace()
         os.chown(workspace, 0, 0)
         workspace.chmod(0o755)
         done = toolcage("check", "--config", str(config(workspace.parent, "")))
+        lines = check_lines(done)
+        assert lines["workspace"].startswith("ok"), lines["workspace"]
+        assert (workspace.stat().st_uid, workspace.stat().st_mode & 0o7) == (0, 0o5)
+        assert done.returncode == 0
+
+    def test_a_workspace_the_sandbox_uid_cannot_write_says_how_to_fix_it(self) -> None:
+        workspace = make_workspace()
+        os.chown(workspace, 0, 0)
+        workspace.chmod(0o755)
+        immutable = subprocess.run(["chattr", "+i", str(workspace)], check=False)
+        if immutable.returncode != 0:
+            pytest.skip("no immutable directories here")
+        try:
+            done = toolcage("check", "--config", str(config(workspace.parent, "")))
+        finally:
+            subprocess.run(["chattr", "-i", str(workspace)], check=True)
         lines = check_lines(done)
         assert lines["sidecar"].startswith("ok")
         assert lines["workspace"].startswith("FAIL")

@@ -321,6 +321,7 @@ class TestValidationRetry:
         (feedback,) = harness.results_sent(1)
         assert feedback["error"]
         assert "failing field is 'a'" in feedback["text"]
+        assert """Its schema: {"type": "integer"}.""" in feedback["text"].replace('\\"', '"')
         assert '"required": ["a", "b"]' in feedback["text"].replace('\\"', '"')
         assert "2 retries left" in feedback["text"]
 

@@ -75,7 +75,7 @@ REFUSED = {
     "git -c core.pager=./sentinel.sh log": "'-c'",
     "cat sentinel.sh | bash": "'bash'",
     "ls > /etc/x": "redirections must stay inside /workspace",
-    "echo $((1+1))": "arithmetic expansion is not enabled",
+    "echo $[1+1]": "only the $((...)) form of arithmetic",
 }
 
 

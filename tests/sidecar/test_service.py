@@ -190,7 +190,7 @@ class TestSandboxCommandLine:
             str(tmp_path),
             "/workspace",
         ]
-        assert argv[-3:] == ["toolcage", "echo hi", "/workspace/sub"]
+        assert argv[-3:] == ["bash", "echo hi", "/workspace/sub"]
         assert "echo hi" not in argv[-4]  # the command is an argument, never script text
         assert spawn.user == 65534
         assert spawn.pass_fds == [9]

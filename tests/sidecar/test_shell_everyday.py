@@ -110,6 +110,34 @@ class TestGlobsAndLoops:
         assert await stdout(runtime, "! grep -q nothing README.md && echo absent") == "absent"
 
 
+class TestFixedVariables:
+    """``$HOME``, ``~`` and ``$PWD`` pass the default policy and expand as it assumed:
+    ``HOME`` is the sandbox's private ``/tmp``, ``PWD`` the path inside the sandbox."""
+
+    async def test_home_and_tilde_are_the_sandbox_home(self, runtime: Runtime) -> None:
+        assert (
+            await stdout(runtime, 'echo $HOME ${HOME} "$HOME" ~ ~/x')
+            == "/tmp /tmp /tmp /tmp /tmp/x"
+        )
+        assert await stdout(runtime, "ls -A ~ && cd ~ && pwd") == "/tmp"
+        assert await stdout(runtime, '[ -d "$HOME" ] && echo home') == "home"
+
+    async def test_pwd_is_the_path_in_the_sandbox(self, runtime: Runtime) -> None:
+        assert (
+            await stdout(runtime, 'cd src && echo "$PWD" $PWD') == "/workspace/src /workspace/src"
+        )
+        assert await stdout(runtime, 'ls "$PWD"') == "app.py\nutil.py"  # the session kept src
+        assert await stdout(runtime, 'basename "$PWD" && cd ..') == "src"
+
+    async def test_arithmetic_over_numbers(self, runtime: Runtime) -> None:
+        assert await stdout(runtime, "echo $((6 * 7)) $((2 ** 10))") == "42 1024"
+
+    async def test_errors_name_the_commands_own_lines(self, runtime: Runtime) -> None:
+        result = await run(runtime, "true\ncat < missing.txt\necho after")
+        assert "bash: line 2: missing.txt: No such file or directory" in result.output_text
+        assert "toolcage:" not in result.output_text
+
+
 class TestHeredocsAndChains:
     async def test_heredocs_in_both_orders(self, runtime: Runtime, workspace: Path) -> None:
         await stdout(runtime, "cat <<'EOF' > notes.txt\n$HOME stays as written\nEOF")

@@ -2,6 +2,7 @@
  * The host answers for the call's own user (toolcage_memory_v1.search).
  * Details: {results, notes, note_ids, keyword_only}. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "toolcage_host.h"
 
@@ -18,7 +19,7 @@ static const char *run(const char *args, tc_buf *out) {
     tc_detail_int("notes", (long long)notes);
     tc_detail_json("note_ids", tc_buf_cstr(&ids));
     const char *rest = tc_json_skip(found);
-    tc_detail_bool("keyword_only", rest && *tc_json_ws(rest) != '\0');
+    tc_detail_bool("keyword_only", rest && strstr(rest, "keyword-only") != NULL);
     tc_result_display("Found %lld result%s (%zu note%s)", results, results == 1 ? "" : "s", notes,
                       notes == 1 ? "" : "s");
     tc_buf_free(&ids);

@@ -183,7 +183,8 @@ class TestHashingEmbedder:
         assert a == second.embed_one("tea WITH lemon")
         assert len(a) == 384
         assert math.isclose(sum(x * x for x in a), 1.0)
-        assert first.embed_one("!!!") == [0.0] * 384
+        assert first.embed_one(" \n") == [0.0] * 384
+        assert first.embed_one("!!!") == first.embed_one(" !!! ")  # its text is its term
 
     def test_shared_words_and_synonyms_bring_vectors_together(self) -> None:
         embedder = HashingEmbedder(384, synonyms={"automobile": "car"})
