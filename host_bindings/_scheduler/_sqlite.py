@@ -21,6 +21,7 @@ from toolcage.host_bindings._store._sqlite_pool import (
     BUSY_TIMEOUT_MS,
     ConnectionPool,
     create_private,
+    stored_version,
 )
 
 from ._model import (
@@ -112,18 +113,8 @@ class EmbeddedScheduleStore:
 
     def _version(self, conn: apsw.Connection) -> int:
         """The schedule tables' version (0 before they exist); refused when newer."""
-        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'store_meta'").fetchone() is None:
-            return 0
-        row = conn.execute("SELECT value FROM store_meta WHERE key = ?", (VERSION_KEY,)).fetchone()
-        version = int(row[0]) if row else 0
-        if version > len(MIGRATIONS):
-            raise StoreError(
-                f"schedule tables of {self._url!r} have version {version}, newer than"
-                f" this toolcage's {len(MIGRATIONS)}: a newer toolcage wrote them",
-                fix="upgrade toolcage to the version that wrote them (an older one cannot"
-                " read them), or point [state] url at another file",
-            )
-        return version
+        subject = f"schedule store {self._url!r}"
+        return stored_version(conn, VERSION_KEY, len(MIGRATIONS), subject)
 
     # -- owners ------------------------------------------------------------------------
 

@@ -156,11 +156,11 @@ class ConnectionPool:
         """Apply the migrations past the database's ``schema_version``, in one transaction;
         nothing is written when it is current."""
         with self.connection() as conn:
-            if _version(conn, self._url) == schema.SCHEMA_VERSION:
+            if self._version(conn) == schema.SCHEMA_VERSION:
                 return
         with self.write() as conn:
             conn.execute(schema.META_TABLE)
-            version = _version(conn, self._url)  # another process may have migrated since
+            version = self._version(conn)  # another process may have migrated since
             for steps in schema.MIGRATIONS[version:]:
                 for step in steps:
                     if isinstance(step, str):
@@ -173,6 +173,11 @@ class ConnectionPool:
                     "INSERT OR REPLACE INTO store_meta VALUES ('schema_version', ?)",
                     (str(schema.SCHEMA_VERSION),),
                 )
+
+    def _version(self, conn: apsw.Connection) -> int:
+        return stored_version(
+            conn, "schema_version", schema.SCHEMA_VERSION, f"state store {self._url!r}"
+        )
 
     def checkup(self) -> list[str]:
         """The damage SQLite's ``PRAGMA quick_check`` finds (``[]`` when the file is whole),
@@ -196,17 +201,18 @@ class ConnectionPool:
             conn.close()
 
 
-def _version(conn: apsw.Connection, url: str) -> int:
-    """The database's schema version (0 for a new one); :class:`StoreError` with the fix
-    when it is newer than this toolcage's."""
+def stored_version(conn: apsw.Connection, key: str, current: int, subject: str) -> int:
+    """The version kept under ``key`` in ``store_meta`` (0 before it exists);
+    :class:`StoreError` with the fix when it is newer than ``current``, this toolcage's.
+    ``subject`` names what carries it, for the message ("state store 'sqlite:…'")."""
     if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'store_meta'").fetchone() is None:
         return 0
-    row = conn.execute("SELECT value FROM store_meta WHERE key = 'schema_version'").fetchone()
+    row = conn.execute("SELECT value FROM store_meta WHERE key = ?", (key,)).fetchone()
     version = int(row[0]) if row else 0
-    if version > schema.SCHEMA_VERSION:
+    if version > current:
         raise StoreError(
-            f"state store {url!r} has schema version {version}, newer than this toolcage's"
-            f" {schema.SCHEMA_VERSION}: a newer toolcage wrote it",
+            f"{subject} has schema version {version}, newer than this toolcage's {current}:"
+            " a newer toolcage wrote it",
             fix="upgrade toolcage to the version that wrote it (an older one cannot read it),"
             " or point [state] url at another file",
         )
