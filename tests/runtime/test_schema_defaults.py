@@ -21,7 +21,7 @@ from toolcage.host_bindings import ChannelMessage
 from toolcage.policies._config import parse_config
 from toolcage.runtime import Attachment, Runtime, ToolExecutionContext, ToolResult
 
-from ..host_bindings.servers import Server, default_routes, serving
+from ..host_bindings.servers import Server, _send, default_routes, serving
 from ..sidecar.conftest import give_to_sandbox, make_workspace
 
 pytestmark = pytest.mark.anyio
@@ -51,11 +51,7 @@ class RecordingChannel:
 
 def _search(h: BaseHTTPRequestHandler) -> None:
     body = json.dumps({"results": [{"title": "T", "url": "https://a.example/"}]}).encode()
-    h.send_response(200)
-    h.send_header("Content-Type", "application/json")
-    h.send_header("Content-Length", str(len(body)))
-    h.end_headers()
-    h.wfile.write(body)
+    _send(h, 200, body, "application/json")
 
 
 @pytest.fixture
