@@ -18,6 +18,8 @@ from toolcage.host_bindings._store import _waits as waits
 from toolcage.runtime import Runtime, ToolExecutionContext, ToolResult
 from toolcage.runtime._deadline import abandoned_count
 
+from .store.test_durability import count_notes
+
 pytestmark = pytest.mark.anyio
 
 CONFIG = """
@@ -59,15 +61,6 @@ def write_lock(path: Path) -> Iterator[apsw.Connection]:
         conn.close()
 
 
-def notes(path: Path) -> int:
-    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
-    conn.set_busy_timeout(30_000)
-    try:
-        return int(conn.execute("SELECT count(*) FROM notes").fetchone()[0])  # type: ignore[index]
-    finally:
-        conn.close()
-
-
 async def settled() -> None:
     """Wait until no abandoned call is still running (its guest may yet commit)."""
     with anyio.fail_after(120):
@@ -91,7 +84,7 @@ class TestLockedDatabase:
         assert result.error.kind.value == "timeout", result.error.message
         assert held >= 1.5  # it waited for the lock, as long as the call allowed
         await settled()
-        assert notes(store) == 1
+        assert count_notes(store) == 1
         [hit] = json.loads(
             (await call(runtime, "memory_search", query="second first")).output_text.split("\n", 1)[
                 0
@@ -142,7 +135,7 @@ class TestLockedDatabase:
                 holder.execute("ROLLBACK")  # past the 2 s deadline: the save commits now
         [result] = results
         await settled()
-        saved = notes(store)
+        saved = count_notes(store)
         if result.is_error:
             assert result.error is not None
             assert result.error.kind.value == "timeout", result.error.message
