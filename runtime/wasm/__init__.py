@@ -5,6 +5,7 @@
 - :mod:`._modules` -- built modules from the package data, compiled once, cached on disk
   in files sealed with a per-user key (:mod:`._sealed`);
 - :mod:`._runner` -- a fresh store and instance per call, WASI from the granted mounts;
+- :mod:`._link` -- linking a module with WASI and only its granted host bindings;
 - :mod:`._control` -- stopping a guest at its deadline or on cancellation;
 - :mod:`._outcome` -- how a guest ended, mapped onto the error envelope in one place;
 - :mod:`._tool` and :mod:`._loader` -- guests as tools, discovered from their declarations;
@@ -13,9 +14,10 @@
 """
 
 from ._engine import WasmEngine
+from ._link import LinkError
 from ._loader import state_services, wasm_builtins
 from ._modules import ModuleCache, ModuleMissingError, default_cache_dir
-from ._runner import GuestLimits, LinkError, WasmToolRunner
+from ._runner import GuestLimits, WasmToolRunner
 from ._tool import WasmTool, WasmToolSpec, discover_specs
 
 __all__ = [

@@ -42,9 +42,10 @@ from .._threads import run_in_worker
 from .._tool import FunctionDecl, Tool
 from ._capi import define_raw_func
 from ._engine import WasmEngine
+from ._link import LinkError, link
 from ._modules import ModuleCache
 from ._operator_tools import OperatorTool, operator_tools
-from ._runner import GuestLimits, LinkError, WasmToolRunner, _link
+from ._runner import GuestLimits, WasmToolRunner
 from ._tool import NON_BINDING_NEEDS, WasmTool, WasmToolSpec, discover_specs
 
 DEFAULT_MEMORY_BYTES = 64 << 20
@@ -180,7 +181,7 @@ def check_module(tool: OperatorTool, bindings: list[HostBinding] | None) -> None
     try:
         module = cache.compile(tool.wasm.read_bytes())
         if bindings is not None:
-            _link(name, engine, module, bindings)
+            link(name, engine, module, bindings)
     except LinkError as exc:
         raise ConfigError(f"{tool.declaration}: needs: {exc}") from exc
     except (wasmtime.WasmtimeError, OSError) as exc:

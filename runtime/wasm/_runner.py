@@ -48,6 +48,7 @@ from .._threads import run_in_worker
 from ._capi import NOT_A_FUNCTION, GuestStore, Instance, set_stdin_bytes
 from ._control import OVERRAN, STOP_MESSAGE, CallControl
 from ._engine import EngineClosedError, WasmEngine
+from ._link import link
 from ._modules import ModuleCache
 from ._outcome import GuestRun, outcome
 from ._output import CappedOutput
@@ -59,10 +60,6 @@ thread (it is stopped at the first epoch tick past this, at most one tick later)
 CANCEL_WAIT = 1.0
 """Seconds a cancelled call waits for its guest to stop (it stops at the next tick unless
 it is inside a host call)."""
-
-
-class LinkError(UsageError):
-    """A guest imports something its granted host bindings (and WASI) do not provide."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +145,7 @@ class WasmToolRunner:
                 module = self.modules.get(name) if module is None else module
                 prepared = _Prepared(
                     key,
-                    _link(name, engine, module, bindings),
+                    link(name, engine, module, bindings),
                     streams=not any(e.name == "toolcage_result" for e in module.exports),
                 )
                 self._pres[key] = prepared
@@ -336,26 +333,6 @@ def _deadline(timeout: float) -> tuple[float, float]:
     if deadline is not None and deadline.at < at:
         return deadline.at, deadline.seconds
     return at, timeout
-
-
-def _link(
-    name: str, engine: wasmtime.Engine, module: wasmtime.Module, bindings: Sequence[HostBinding]
-) -> wasmtime.InstancePre:
-    linker = wasmtime.Linker(engine)
-    try:
-        linker.define_wasi()
-        for binding in bindings:
-            binding.define(linker)
-        try:
-            return linker.instantiate_pre(module)
-        except wasmtime.WasmtimeError as exc:
-            reason = str(exc).strip().splitlines()[0]
-        granted = ", ".join(b.name for b in bindings) or "none"
-        raise LinkError(
-            f"WASM tool {name} cannot be linked: {reason} (granted host bindings: {granted})"
-        )
-    finally:
-        linker.close()
 
 
 def _run_guest(name: str, store: GuestStore, pre: wasmtime.InstancePre, run: GuestRun) -> None:

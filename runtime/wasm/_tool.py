@@ -57,7 +57,8 @@ from .._observe import current_trace
 from .._result import ToolResult
 from .._tool import FunctionDecl, ProgressUpdate, SafetyTier, ToolExecutionContext
 from ._commit import ReplaceSpec
-from ._runner import GuestLimits, LinkError, WasmToolRunner
+from ._link import LinkError
+from ._runner import GuestLimits, WasmToolRunner
 
 _guest_log = logging.getLogger("toolcage.wasm")
 
