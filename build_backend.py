@@ -64,7 +64,7 @@ class BuildPy(build_py):
         build = _guest_build()
         out = Path(self.build_lib, "toolcage", "wasm_tools", "modules")
         build.build_all(out_dir=out)
-        sources = {source.stem for source in build.TOOLS.glob("*.c")}
+        sources = {source.stem for source in build.TOOLS.glob("*.c")} | set(build.SHARED)
         missing = sources - {module.stem for module in out.glob("*.wasm")}
         if not sources or missing:
             raise build.BuildError(f"no guest sources, or modules missing: {sorted(missing)}")

@@ -16,6 +16,7 @@ declared tier.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import cast
 
 import wasmtime
 from toolcage.policies import EgressPolicy, SecretPolicy, ToolcageConfig
@@ -28,6 +29,7 @@ from ._media import MediaBinding
 from ._notes import MemoryBinding
 from ._progress import LogBinding, ProgressBinding
 from ._rate_limits import RateLimiter
+from ._relay import Relayable, RelayBinding
 from ._schedules import BookOpener, SchedulerBinding
 from ._scratchpad import ScratchpadBinding
 from ._search import SearchBinding
@@ -48,6 +50,8 @@ def for_worker(bindings: Iterable[HostBinding]) -> tuple[HostBinding, ...]:
 
 
 def _read_only(binding: HostBinding) -> HostBinding:
+    if isinstance(binding, RelayBinding):  # the relay of the read-only form, or of nothing
+        return RelayBinding(cast(Relayable, _read_only(binding.inner)), binding.call)
     if isinstance(binding, HttpBinding):
         return binding.reading()
     if isinstance(binding, MemoryBinding):

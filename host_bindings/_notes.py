@@ -31,7 +31,7 @@ from typing import Any
 
 import wasmtime
 
-from ._abi import module_name, ok
+from ._abi import module_name
 from ._base import CallState
 from ._fit import MARGIN, fit_texts
 from ._note_text import (
@@ -43,7 +43,7 @@ from ._note_text import (
     tag_filter_of,
     tags_of,
 )
-from ._results import define_json_calls
+from ._results import JsonHandler, define_json_calls, presented
 from ._state import InvalidRequest, StateServices, answering
 from ._store import ConversationHit, Embedder
 
@@ -82,7 +82,8 @@ class MemoryBinding:
         """This binding in its search-only form (see the class docstring)."""
         return MemoryBinding(self._services, search_only=True)
 
-    def define(self, linker: wasmtime.Linker) -> None:
+    def calls(self) -> dict[str, JsonHandler]:
+        """The calls this form answers, by import name."""
         calls = {"search": answering(self.search)}
         if not self._search_only:
             calls |= {
@@ -90,7 +91,10 @@ class MemoryBinding:
                 "update": answering(self.update),
                 "delete": answering(self.delete),
             }
-        define_json_calls(linker, module_name("memory"), calls)
+        return calls
+
+    def define(self, linker: wasmtime.Linker) -> None:
+        define_json_calls(linker, module_name("memory"), self.calls())
 
     def save(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         """Save a new note of the call's user."""
@@ -100,12 +104,8 @@ class MemoryBinding:
         record = self._services.store.save_note(
             state.principal, note_id, chunks, vectors, tags, model
         )
-        return _text(
-            {
-                "note_id": record.note_id,
-                "message": f"saved note {record.note_id}{_described(record.chunk_count, tags)}",
-            }
-        )
+        message = f"saved note {record.note_id}{_described(record.chunk_count, tags)}"
+        return _changed(record.note_id, message, "created", "Saved")
 
     def update(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         """Replace a note of the call's user under the same id."""
@@ -119,12 +119,8 @@ class MemoryBinding:
         )
         if record is None:
             raise _unknown(note_id)
-        return _text(
-            {
-                "note_id": record.note_id,
-                "message": f"updated note {record.note_id}{_described(record.chunk_count, tags)}",
-            }
-        )
+        message = f"updated note {record.note_id}{_described(record.chunk_count, tags)}"
+        return _changed(record.note_id, message, "modified", "Updated")
 
     def delete(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         """Delete a note of the call's user."""
@@ -133,7 +129,7 @@ class MemoryBinding:
             state.principal.user_id, note_id
         ):
             raise _unknown(note_id)
-        return _text({"note_id": note_id, "deleted": True, "message": f"deleted note {note_id}"})
+        return _changed(note_id, f"deleted note {note_id}", "deleted", "Deleted", deleted=True)
 
     def search(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         """The call's user's notes best matching a query, as the tool's JSON array."""
@@ -193,7 +189,16 @@ class MemoryBinding:
         cut, dropped = fit_texts(found, "text", budget)
         if cut or dropped:
             lines.append(_fitted(cut, dropped, len(found)))
-        return ok(text="\n".join([json.dumps(found, ensure_ascii=False), *lines]))
+        text = "\n".join([json.dumps(found, ensure_ascii=False), *lines])
+        note_ids = [hit["note_id"] for hit in found if hit["note_id"] is not None]
+        details = {
+            "results": len(found),
+            "notes": len(note_ids),
+            "note_ids": note_ids,
+            "keyword_only": embedder is None,
+        }
+        shown = f"Found {_count(len(found), 'result')} ({_count(len(note_ids), 'note')})"
+        return presented(text, details, shown)
 
     def _embed_new_events(self, state: CallState, embedder: Embedder) -> None:
         """Embed the user's newest conversation events that have no vector of the
@@ -268,5 +273,13 @@ def _described(chunks: int, tags: Sequence[str]) -> str:
     return f" ({'; '.join(parts)})" if parts else ""
 
 
-def _text(result: dict[str, Any]) -> dict[str, Any]:
-    return ok(text=json.dumps(result, ensure_ascii=False))
+def _changed(note_id: str, message: str, action: str, verb: str, **more: Any) -> dict[str, Any]:
+    """The answer of a save, update or delete of note ``note_id``."""
+    text = json.dumps({"note_id": note_id, **more, "message": message}, ensure_ascii=False)
+    return presented(
+        text, {"note_id": note_id}, f"{verb} note {note_id}", [("memory", note_id, action)]
+    )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -26,7 +26,6 @@ of the runs are operator config, never part of a request.
 from __future__ import annotations
 
 import functools
-import json
 import threading
 from collections.abc import Callable
 from dataclasses import replace
@@ -35,7 +34,8 @@ from typing import Any
 import wasmtime
 from toolcage.policies import ToolcageConfig
 
-from ._abi import failed, module_name, ok
+from . import _schedule_shown as shown
+from ._abi import failed, module_name
 from ._base import CallState
 from ._fit import MARGIN, fit_texts, json_bytes
 from ._results import JsonHandler, define_json_calls
@@ -52,16 +52,23 @@ BookOpener = Callable[[], ScheduleBook]
 """The runtime's schedule book, its store opened on first use."""
 
 
-def _answering(handler: JsonHandler) -> JsonHandler:
-    """``handler`` with the store's waits bounded by the call's deadline, and the
-    scheduler's refusals, a deadline that came while the store waited (``timeout``, nothing
-    changed) and the store's failures as error results."""
+Handler = Callable[[CallState, dict[str, Any]], dict[str, Any]]
+"""Answers one request with the tool's output, a JSON object."""
+Presenter = Callable[[dict[str, Any]], dict[str, Any]]
+"""The tool's whole answer (:func:`~._results.presented`) from its output (see
+:mod:`._schedule_shown`)."""
+
+
+def _answering(handler: Handler, present: Presenter) -> JsonHandler:
+    """``handler``, its output presented by ``present``, with the store's waits bounded by
+    the call's deadline, and the scheduler's refusals, a deadline that came while the store
+    waited (``timeout``, nothing changed) and the store's failures as error results."""
 
     @functools.wraps(handler)
     def run(state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         try:
             with waits.until(state.deadline, state.landing.landed):
-                return ok(text=json.dumps(handler(state, request), ensure_ascii=False))
+                return present(handler(state, request))
         except ScheduleValidationError as exc:
             return failed(exc.error_type, str(exc), exc.field)
         except ScheduleError as exc:
@@ -83,19 +90,19 @@ class SchedulerBinding:
     def __init__(self, book: BookOpener) -> None:
         self._book = book
 
+    def calls(self) -> dict[str, JsonHandler]:
+        """The calls this binding answers, by import name."""
+        return {
+            "create": _answering(self.create, shown.created),
+            "search": _answering(self.search, shown.found),
+            "edit": _answering(self.edit, shown.edited),
+            "delete": _answering(self.delete, shown.deleted),
+            "runs": _answering(self.runs, shown.runs),
+            "run_output": _answering(self.run_output, shown.run_output),
+        }
+
     def define(self, linker: wasmtime.Linker) -> None:
-        define_json_calls(
-            linker,
-            module_name(self.name),
-            {
-                "create": _answering(self.create),
-                "search": _answering(self.search),
-                "edit": _answering(self.edit),
-                "delete": _answering(self.delete),
-                "runs": _answering(self.runs),
-                "run_output": _answering(self.run_output),
-            },
-        )
+        define_json_calls(linker, module_name(self.name), self.calls())
 
     def create(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         """A new schedule that runs as the call's principal and notifies its channel."""

@@ -23,10 +23,10 @@ from typing import Any
 
 import wasmtime
 
-from ._abi import module_name, ok
+from ._abi import module_name
 from ._base import CallState
 from ._fit import MARGIN, json_bytes
-from ._results import define_json_calls
+from ._results import JsonHandler, define_json_calls, presented
 from ._state import InvalidRequest, StateServices, answering
 
 MAX_ITEMS = 32
@@ -41,16 +41,16 @@ class ScratchpadBinding:
     def __init__(self, services: StateServices) -> None:
         self._services = services
 
+    def calls(self) -> dict[str, JsonHandler]:
+        """The calls this binding answers, by import name."""
+        return {
+            "read": answering(self.read),
+            "write": answering(self.write),
+            "clear": answering(self.clear),
+        }
+
     def define(self, linker: wasmtime.Linker) -> None:
-        define_json_calls(
-            linker,
-            module_name(self.name),
-            {
-                "read": answering(self.read),
-                "write": answering(self.write),
-                "clear": answering(self.clear),
-            },
-        )
+        define_json_calls(linker, module_name(self.name), self.calls())
 
     def read(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         """The session's pad from item ``offset`` on (no items and no ``updated_at`` when it
@@ -78,20 +78,22 @@ class ScratchpadBinding:
                 f"items {offset} to {shown - 1} of {len(items)} fit the output limit; "
                 f"call scratchpad_read with offset {shown} for the rest"
             )
-        return _text(answer)
+        count = len(items)
+        details = {"item_count": count, "updated_at": answer["updated_at"]}
+        return presented(_json(answer), details, f"Read the scratchpad ({_items_shown(count)})")
 
     def write(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         """Replace the session's pad with ``items``."""
         items = _items(request.get("items"))
         pad = self._services.store.write_pad(state.principal, items)
         count = len(pad.items)
-        return _text(
-            {
-                "updated": True,
-                "item_count": count,
-                "message": f"the scratchpad now holds {count} item{'s' if count != 1 else ''}",
-            }
-        )
+        answer = {
+            "updated": True,
+            "item_count": count,
+            "message": f"the scratchpad now holds {count} item{'s' if count != 1 else ''}",
+        }
+        shown = f"Wrote the scratchpad ({_items_shown(count)})"
+        return presented(_json(answer), {"item_count": count}, shown)
 
     def clear(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
         """Empty the session's pad."""
@@ -100,7 +102,10 @@ class ScratchpadBinding:
             state.principal.user_id, state.principal.session_id
         )
         message = "the scratchpad was cleared" if cleared else "the scratchpad was already empty"
-        return _text({"cleared": cleared, "message": message})
+        shown = "Cleared the scratchpad" if cleared else "The scratchpad was already empty"
+        return presented(
+            _json({"cleared": cleared, "message": message}), {"cleared": cleared}, shown
+        )
 
 
 def _items(value: Any) -> list[str]:
@@ -122,5 +127,9 @@ def _items(value: Any) -> list[str]:
     return list(value)
 
 
-def _text(result: dict[str, Any]) -> dict[str, Any]:
-    return ok(text=json.dumps(result, ensure_ascii=False))
+def _json(result: dict[str, Any]) -> str:
+    return json.dumps(result, ensure_ascii=False)
+
+
+def _items_shown(count: int) -> str:
+    return f"{count} item{'' if count == 1 else 's'}"

@@ -1,7 +1,8 @@
 """Compile the guest tools to WASI preview-1 command modules with the pinned zig.
 
 ``python -m toolcage.wasm_tools.build`` (``make wasm``) compiles every ``tools/NAME.c``,
-together with the guest SDK in ``sdk/``, into ``modules/NAME.wasm``. A tool split into
+together with the guest SDK in ``sdk/``, into ``modules/NAME.wasm``, and the guests that
+serve many tools (:data:`SHARED`: ``relay/relay.c``) likewise. A tool split into
 several files keeps the others in ``tools/NAME/``; a tool that links a library of
 ``vendor/`` names it in :data:`VENDORED`. A module is rebuilt only when it is older than
 any of its inputs, so reruns cost nothing; stale modules compile in parallel, one zig
@@ -44,6 +45,9 @@ TOOLS = HERE / "tools"
 SDK = HERE / "sdk"
 MODULES = HERE / "modules"
 VENDOR = HERE / "vendor"
+SHARED = {"relay": HERE / "relay" / "relay.c"}
+"""Guests that serve every tool whose declaration names them (``"relay": ...``), by module
+name: they live outside ``tools/``, which holds one declaration beside each C file."""
 
 ZIG_TARGET = "wasm32-wasi"
 """zig 0.17 still spells WASI preview 1 ``wasm32-wasi`` (``wasm32-wasip1`` is clang's name)."""
@@ -301,30 +305,24 @@ def _parallel(jobs: Sequence[Job]) -> list[Path]:
     workers = min(len(jobs), len(os.sched_getaffinity(0)))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [
-            pool.submit(
-                compile_guest,
-                job.sources,
-                job.out,
-                include=job.include,
-                defines=job.defines,
-                env=env,
-            )
+            pool.submit(compile_guest, job.sources, job.out, include=job.include,
+                        defines=job.defines, env=env)
             for job in jobs
-        ]
+        ]  # fmt: skip
         return [future.result() for future in futures]
+
+
+def source_of(module: str) -> Path:
+    """The C source of built module ``module``: a shared guest's, else ``tools/NAME.c``."""
+    return SHARED.get(module, TOOLS / f"{module}.c")
 
 
 def build_all(*, force: bool = False, out_dir: Path = MODULES) -> list[Path]:
     """Build every stale tool module, in parallel; the modules that were (re)built."""
-    sources = sorted(TOOLS.glob("*.c"))
+    sources = [*sorted(TOOLS.glob("*.c")), *SHARED.values()]
     jobs = [tool_job(source, out_dir / f"{source.stem}.wasm") for source in sources]
-    return _parallel(
-        [
-            job
-            for job, inputs in sorted(jobs, key=_slowest_first)
-            if force or is_stale(job.out, inputs)
-        ]
-    )
+    ordered = sorted(jobs, key=_slowest_first)
+    return _parallel([job for job, inputs in ordered if force or is_stale(job.out, inputs)])
 
 
 def _slowest_first(entry: tuple[Job, list[Path]]) -> int:

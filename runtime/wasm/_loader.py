@@ -28,6 +28,7 @@ from toolcage.host_bindings import (
     RateLimiter,
     StateServices,
 )
+from toolcage.host_bindings._relay import relaying, unwrapped
 from toolcage.host_bindings._schedules import ScheduleBooks
 from toolcage.policies import (
     ConfigError,
@@ -38,6 +39,7 @@ from toolcage.policies import (
     ToolLimitsTable,
 )
 
+from .._errors import UsageError
 from .._threads import run_in_worker
 from .._tool import FunctionDecl, Tool
 from ._capi import define_raw_func
@@ -130,6 +132,9 @@ def wasm_builtins(
     for spec in specs:
         name = spec.decl.name
         granted = bindings.granted(name, [n for n in spec.needs if n not in NON_BINDING_NEEDS])
+        if spec.relay is not None:
+            granted = _relayed(spec, granted)
+            runner.share_module(name, spec.module)
         spec = _with_secret_note(spec, granted)
         tools.append(
             WasmTool(spec, runner, mounts, bindings=granted, limits=limits[name], channel=channel)
@@ -139,10 +144,23 @@ def wasm_builtins(
     return tools
 
 
+def _relayed(spec: WasmToolSpec, granted: list[HostBinding]) -> list[HostBinding]:
+    """``granted`` with the binding a relay tool relays to in its relay form (the one call
+    its declaration names). A capability the operator took away stays absent, so the tool
+    fails to link and is refused, as any guest without its binding is."""
+    if spec.relay is None:
+        return granted
+    capability, call = spec.relay
+    try:
+        return [relaying(b, call) if b.name == capability else b for b in granted]
+    except ValueError as exc:
+        raise UsageError(f"bad WASM tool declaration {spec.decl.name}.json: {exc}") from exc
+
+
 def _with_secret_note(spec: WasmToolSpec, granted: list[HostBinding]) -> WasmToolSpec:
     """``spec`` with the configured secrets' names added to its description when its guest
     sends HTTP requests (a tool with a ``headers`` argument may name them in placeholders)."""
-    http = next((b for b in granted if isinstance(b, HttpBinding)), None)
+    http = next((b for b in map(unwrapped, granted) if isinstance(b, HttpBinding)), None)
     takes_headers = "headers" in spec.decl.parameters.get("properties", {})
     note = http.describe_secrets(takes_headers=takes_headers) if http is not None else ""
     if not note:

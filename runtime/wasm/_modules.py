@@ -4,7 +4,8 @@ Modules ship as package data of ``toolcage.wasm_tools`` (``modules/NAME.wasm``, 
 ``make wasm``) and are read with :mod:`importlib.resources`. In a source checkout a module
 older than its sources is *stale* and refused, so a forgotten rebuild is a clear error
 rather than old behaviour. Its sources are those the build names
-(:func:`toolcage.wasm_tools.build.tool_inputs`): ``tools/NAME.c``, the files of
+(:func:`toolcage.wasm_tools.build.tool_inputs`): ``tools/NAME.c`` (``relay/relay.c`` for
+the shared relay guest), the files of
 ``tools/NAME/``, the SDK and the directories of the libraries it links (a few dozen
 ``stat`` calls, made each time a module is first read by an engine).
 
@@ -50,11 +51,13 @@ def module_bytes(name: str) -> bytes:
     wasm = package.joinpath("modules", f"{name}.wasm")
     if not wasm.is_file():
         raise ModuleMissingError(f"WASM module {name}.wasm is not built; {BUILD_HINT}")
-    source = package.joinpath("tools", f"{name}.c")
-    if isinstance(wasm, Path) and isinstance(source, Path) and source.is_file():
-        from toolcage.wasm_tools.build import is_stale, tool_inputs
+    # Only a source checkout holds the guests' C files (a wheel ships none but the SDK's),
+    # so an installed toolcage never imports the build.
+    if isinstance(wasm, Path) and package.joinpath("relay", "relay.c").is_file():
+        from toolcage.wasm_tools.build import is_stale, source_of, tool_inputs
 
-        if is_stale(wasm, tool_inputs(source, whole_libraries=False)):
+        source = source_of(name)
+        if source.is_file() and is_stale(wasm, tool_inputs(source, whole_libraries=False)):
             raise ModuleMissingError(
                 f"WASM module {name}.wasm is older than its source; {BUILD_HINT}"
             )

@@ -96,6 +96,7 @@ class WasmToolRunner:
         self._lock = threading.Lock()
         self._modules_lock = threading.Lock()
         self._module_paths: dict[str, Path] = {}
+        self._shared: dict[str, str] = {}
         engine.on_release(self._release)
 
     @property
@@ -120,6 +121,11 @@ class WasmToolRunner:
             if self._modules is not None:
                 self._modules.register_path(name, path)
 
+    def share_module(self, name: str, module: str) -> None:
+        """Run tool ``name`` from the built module ``module`` (the relay guest), which is
+        compiled once for every tool that runs it; each tool still has a linker of its own."""
+        self._shared[name] = module
+
     def prepare(
         self, name: str, bindings: Sequence[HostBinding] = (), module: wasmtime.Module | None = None
     ) -> wasmtime.InstancePre:
@@ -142,7 +148,8 @@ class WasmToolRunner:
             if prepared is None:
                 # The engine first: once it is closed its modules are freed (under this lock).
                 engine = self.engine.engine
-                module = self.modules.get(name) if module is None else module
+                if module is None:
+                    module = self.modules.get(self._shared.get(name, name))
                 prepared = _Prepared(
                     key,
                     link(name, engine, module, bindings),

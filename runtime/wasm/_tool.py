@@ -14,7 +14,10 @@ principal -- reach the ``fs`` and ``vault`` bindings through its :class:`CallSta
 ``mounts`` (the granted mounts as WASI preopens, for tools that write) and ``attachments``
 are not bindings (the attachments of the turn are added to the guest's arguments document
 under ``_attachments``, base64-encoded). A tool that changes a file declares it under
-``replaces`` and has it replaced atomically (:mod:`._commit`). A tool granted ``channel``
+``replaces`` and has it replaced atomically (:mod:`._commit`). A tool that is one host call
+and nothing else names it, ``"relay": "memory.save"``, and has no C file: it runs the shared
+relay guest (``modules/relay.wasm``), linked with that one call of the granted binding
+(:class:`~toolcage.host_bindings._relay.RelayBinding`) besides WASI. A tool granted ``channel``
 sends the media its guest handed over to the runtime's :class:`Channel` once the guest has
 succeeded (see :mod:`toolcage.host_bindings._channel`), on the session's channel
 (:attr:`~toolcage.runtime.ToolExecutionContext.send_channel_id`: a branch's parent's).
@@ -49,6 +52,7 @@ from toolcage.host_bindings import (
     media_message,
     text_messages,
 )
+from toolcage.host_bindings._relay import unwrapped
 from toolcage.policies import MountError, MountPolicy, SessionKind
 
 from .._deadline import current_deadline
@@ -87,6 +91,15 @@ class WasmToolSpec:
     """Capabilities it uses (see the module docstring)."""
     replaces: ReplaceSpec | None = None
     """The file it changes, replaced atomically (see :mod:`._commit`), if any."""
+    relay: tuple[str, str] | None = None
+    """``(capability, call)`` when the tool is that one host call and nothing else: it runs
+    the shared relay guest, linked with that call alone (see
+    :mod:`toolcage.host_bindings._relay`)."""
+
+    @property
+    def module(self) -> str:
+        """The built module it runs: ``relay`` for a relay tool, else its own name's."""
+        return "relay" if self.relay is not None else self.decl.name
 
     @classmethod
     def from_json(cls, text: str, source: str) -> WasmToolSpec:
@@ -97,18 +110,30 @@ class WasmToolSpec:
             if any(mode not in ("read", "write", "delete") for mode in paths.values()):
                 raise ValueError("path_arguments values must be 'read', 'write' or 'delete'")
             replaces = raw.get("replaces")
+            needs = tuple(str(n) for n in raw.get("needs", ()))
             return cls(
                 decl=FunctionDecl(raw["name"], raw["description"], raw["parameters"]),
                 safety_tier=SafetyTier(raw["safety_tier"]),
                 timeout=float(raw["timeout"]),
                 path_arguments=MappingProxyType(paths),
-                needs=tuple(str(n) for n in raw.get("needs", ())),
+                needs=needs,
                 replaces=(
                     None if replaces is None else ReplaceSpec.from_json(replaces, raw["parameters"])
                 ),
+                relay=None if "relay" not in raw else _relay(raw["relay"], needs),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise UsageError(f"bad WASM tool declaration {source}: {exc}") from exc
+
+
+def _relay(value: object, needs: tuple[str, ...]) -> tuple[str, str]:
+    """A declaration's ``relay``: ``"CAPABILITY.CALL"`` of a capability it needs."""
+    capability, dot, call = value.partition(".") if isinstance(value, str) else ("", "", "")
+    if not dot or not capability or not call:
+        raise ValueError(f"relay must be 'capability.call', not {value!r}")
+    if capability not in needs:
+        raise ValueError(f"relay {value!r}: capability {capability!r} is not in its needs")
+    return capability, call
 
 
 def discover_specs() -> list[WasmToolSpec]:
@@ -141,7 +166,9 @@ class WasmTool:
         self.bindings = tuple(bindings)
         self.limits = GuestLimits(timeout=spec.timeout) if limits is None else limits
         self.channel = channel
-        self._outbox = next((b for b in self.bindings if isinstance(b, MediaBinding)), None)
+        self._outbox = next(
+            (b for b in map(unwrapped, self.bindings) if isinstance(b, MediaBinding)), None
+        )
         self._worker_bindings = for_worker(self.bindings)
         # Preopens cost every call; a tool that reads through ``fs`` does without them.
         self._preopens = "mounts" in spec.needs

@@ -13,6 +13,7 @@ import pytest
 import wasmtime
 from toolcage.wasm_tools.build import (
     LEXBOR,
+    SHARED,
     TOOLS,
     build_all,
     build_cached,
@@ -22,7 +23,7 @@ from toolcage.wasm_tools.build import (
     zig_version,
 )
 
-TOOL_NAMES = {source.stem for source in TOOLS.glob("*.c")}
+TOOL_NAMES = {source.stem for source in TOOLS.glob("*.c")} | set(SHARED)
 
 
 def package_zig_lib() -> Path:

@@ -73,6 +73,30 @@ const char *tch_answer_keep(int32_t n, tch_result_fn result, const char *capabil
     return error_type;
 }
 
+void tch_present(const char *answer) {
+    tc_result_details(tc_json_get(answer, "details"));
+    char *display = tc_json_str(tc_json_get(answer, "display"), NULL);
+    if (display) {
+        tc_buf *line = tc_display();
+        line->len = 0;
+        tc_buf_puts(line, display);
+    }
+    free(display);
+    const char *p = tc_json_ws(tc_json_get(answer, "artifacts"));
+    if (!p || *p != '[') return;
+    for (p = tc_json_ws(p + 1); p && *p == '{'; p = tc_json_ws(p + 1)) {
+        char *kind = tc_json_str(tc_json_get(p, "kind"), NULL);
+        char *ref = tc_json_str(tc_json_get(p, "ref"), NULL);
+        char *action = tc_json_str(tc_json_get(p, "action"), NULL);
+        if (kind && ref && action) tc_result_artifact(kind, ref, action);
+        free(kind);
+        free(ref);
+        free(action);
+        p = tc_json_ws(tc_json_skip(p));
+        if (!p || *p != ',') return;
+    }
+}
+
 void tch_progress(const char *msg, double fraction) {
     toolcage_progress_report(msg, (int32_t)strlen(msg), fraction);
 }

@@ -4,7 +4,8 @@
  *
  * Each capability is one import module (toolcage_fs_v1, toolcage_http_v1, toolcage_clock_v1,
  * toolcage_search_v1, toolcage_progress_v1, toolcage_log_v1, toolcage_memory_v1,
- * toolcage_scratchpad_v1, toolcage_vault_v1, toolcage_scheduler_v1, toolcage_channel_v1).
+ * toolcage_scratchpad_v1, toolcage_vault_v1, toolcage_scheduler_v1, toolcage_channel_v1,
+ * toolcage_relay_v1).
  * The host links only the capabilities a tool is granted -- a tool declares them in its
  * JSON declaration under "needs" -- so a tool that uses an import it was not granted fails
  * to instantiate.
@@ -68,6 +69,11 @@ TCH_IMPORT("toolcage_scheduler_v1", "result") int32_t toolcage_scheduler_result(
 TCH_IMPORT("toolcage_channel_v1", "send")
 int32_t toolcage_channel_send(const char *meta, int32_t meta_len, const char *data, int32_t data_len);
 TCH_IMPORT("toolcage_channel_v1", "result") int32_t toolcage_channel_result(char *buf, int32_t cap);
+/* The relay: the one host call a relay tool's declaration names ("relay": "memory.save"),
+ * of the binding the tool was granted; its answer may carry the tool's details, display
+ * line and artifacts besides its "text" (see tch_present). */
+TCH_IMPORT("toolcage_relay_v1", "call") int32_t toolcage_relay_call(const char *req, int32_t len);
+TCH_IMPORT("toolcage_relay_v1", "result") int32_t toolcage_relay_result(char *buf, int32_t cap);
 TCH_IMPORT("toolcage_progress_v1", "report")
 int32_t toolcage_progress_report(const char *msg, int32_t len, double fraction);
 TCH_IMPORT("toolcage_log_v1", "write") int32_t toolcage_log_write(int32_t level, const char *msg, int32_t len);
@@ -142,6 +148,11 @@ const char *tch_answer(int32_t n, tch_result_fn result, const char *capability, 
  * an ABI error) in *answer, for a tool that reads more of it than its "text". */
 const char *tch_answer_keep(int32_t n, tch_result_fn result, const char *capability, tc_buf *out,
                             char **answer);
+
+/* A host answer's "details" (an object), "display" (a string) and "artifacts" ([{"kind",
+ * "ref", "action"}]) as the tool's own (tc_result_details, tc_display, tc_result_artifact):
+ * the display line is made visible and each ref shown escaped, as for any tool. */
+void tch_present(const char *answer);
 
 /* Progress (fraction < 0: unknown) and log lines (0 debug .. 3 error). */
 void tch_progress(const char *msg, double fraction);

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -141,3 +142,32 @@ class TestDeclarations:
     def test_bad_declaration_names_its_file(self) -> None:
         with pytest.raises(UsageError, match=r"bad WASM tool declaration x\.json"):
             WasmToolSpec.from_json('{"name": "x"}', "x.json")
+
+    def test_a_relay_of_a_capability_not_needed_is_refused_naming_its_file(self) -> None:
+        declaration = {
+            "name": "x",
+            "description": "reads the pad",
+            "parameters": {"type": "object"},
+            "safety_tier": "read_only",
+            "timeout": 5,
+            "needs": ["memory"],
+            "relay": "scratchpad.read",
+        }
+        with pytest.raises(
+            UsageError,
+            match=r"bad WASM tool declaration x\.json: relay 'scratchpad\.read': "
+            r"capability 'scratchpad' is not in its needs",
+        ):
+            WasmToolSpec.from_json(json.dumps(declaration), "x.json")
+        for relay in ("memory", "memory.", ".save", 3):
+            with pytest.raises(UsageError, match=r"x\.json: relay must be 'capability\.call'"):
+                WasmToolSpec.from_json(json.dumps({**declaration, "relay": relay}), "x.json")
+
+    def test_the_state_tools_are_relays_of_a_capability_they_need(self) -> None:
+        relays = {s.decl.name: s for s in discover_specs() if s.relay is not None}
+        assert {name.split("_")[0] for name in relays} == {"memory", "scratchpad", "schedule"}
+        assert len(relays) == 13
+        for spec in relays.values():
+            assert spec.relay is not None
+            assert spec.relay[0] in spec.needs
+            assert spec.module == "relay"
