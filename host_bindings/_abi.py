@@ -21,6 +21,8 @@ to v1 and a guest built against v1 keeps linking::
                             result(buf_ptr i32, buf_len i32)           -> i32  bytes copied
     toolcage_channel_v1     send(meta_ptr, meta_len, data_ptr, data_len) -> i32 result length
                             result(buf_ptr i32, buf_len i32)           -> i32  bytes copied
+    toolcage_relay_v1       call(req_ptr i32, req_len i32)             -> i32  result length
+                            result(buf_ptr i32, buf_len i32)           -> i32  bytes copied
     toolcage_progress_v1    report(msg_ptr i32, msg_len i32, frac f64) -> i32  0
     toolcage_log_v1         write(level i32, msg_ptr i32, msg_len i32) -> i32  0
     toolcage_fs_v1          read, stat, opendir, opendir_at, list, read_many, close:
@@ -44,6 +46,9 @@ harmed by a bad call, the guest just gets one of these codes:
     -5 SHORT_BUF   ``result`` buffer smaller than the pending result (it stays pending)
     -6 NO_CALL     called outside a tool call
     -7 INTERNAL    the host failed unexpectedly (logged)
+
+``toolcage_relay_v1.call`` is the one call a relay tool's declaration names, of the
+binding the tool was granted (see :mod:`._relay`).
 
 Log levels: 0 debug, 1 info, 2 warning, 3 error. A progress fraction outside [0, 1]
 (conventionally -1) means "no fraction".

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 import wasmtime
 
@@ -44,7 +45,7 @@ from ._abi import (
 from ._base import CallState
 from ._channel import Attachment, ChannelMessage, MessageKind
 from ._memory import read_bytes
-from ._results import define_result
+from ._results import JsonHandler, define_json_calls
 
 MAX_NAME_CHARS = 255
 
@@ -87,36 +88,35 @@ class MediaBinding:
                 answer = ok(text=json.dumps(described(item, state.principal.send_channel_id)))
             return pending.put(state, answer)
 
-        def message(caller: wasmtime.Caller, ptr: int, n: int) -> int:
-            state = call_state()
-            text = parse_request(read_bytes(caller, ptr, n)).get("text")
-            if not isinstance(text, str):
-                raise GuestError(AbiError.INVALID)
-            if not text.strip():
-                answer = failed("validation_error", "text is blank; write the message")
-            elif len(text) > self.max_message_chars:
-                answer = failed(
-                    "validation_error",
-                    f"the message is too long ({len(text):,} characters; the limit is "
-                    f"{self.max_message_chars:,}, [channel] max_message_chars)",
-                )
-            else:
-                self._put(state, text)
-                sent = {
-                    "sent": "message",
-                    "chars": len(text),
-                    "channel_id": state.principal.send_channel_id,
-                }
-                answer = ok(text=json.dumps(sent))
-            return pending.put(state, answer)
-
         linker.define_func(
             module, "send", wasmtime.FuncType([I32, I32, I32, I32], [I32]), guarded(send), True
         )
-        linker.define_func(
-            module, "message", wasmtime.FuncType([I32, I32], [I32]), guarded(message), True
-        )
-        define_result(linker, module, pending)
+        define_json_calls(linker, module, self.calls(), pending)
+
+    def calls(self) -> dict[str, JsonHandler]:
+        """The JSON calls this binding answers (``send`` is binary, defined apart)."""
+        return {"message": self.message}
+
+    def message(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
+        """Queue the text message ``{"text": ...}`` of the call."""
+        text = request.get("text")
+        if not isinstance(text, str):
+            raise GuestError(AbiError.INVALID)
+        if not text.strip():
+            return failed("validation_error", "text is blank; write the message")
+        if len(text) > self.max_message_chars:
+            return failed(
+                "validation_error",
+                f"the message is too long ({len(text):,} characters; the limit is "
+                f"{self.max_message_chars:,}, [channel] max_message_chars)",
+            )
+        self._put(state, text)
+        sent = {
+            "sent": "message",
+            "chars": len(text),
+            "channel_id": state.principal.send_channel_id,
+        }
+        return ok(text=json.dumps(sent))
 
     def take(self, state: CallState) -> list[Outgoing]:
         """What the call's guest handed over, in order, removed from the outbox."""

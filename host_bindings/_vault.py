@@ -4,7 +4,8 @@ The vault is a host directory the operator configures (``[state.vault] dir``) an
 ever exposes (the runtime refuses a config that mounts it). A guest asks
 ``toolcage_vault_v1.copy`` with ``{"item": "smtp-password", "path": "/shared/smtp.pw",
 "overwrite": false}``; the bytes go from the vault to the mount on the host, and the guest
-learns only the outcome: ``{"ok": true, "text": "copied vault item ..."}``.
+learns only the outcome: ``{"ok": true, "text": "copied vault item ...", "bytes": N,
+"created": true}``, with the ``vault_copyto`` tool's details, display line and artifact.
 
 - ``item`` is a literal name of an entry directly in the vault: no ``/``, no NUL, no
   leading ``.``; it is opened with ``O_NOFOLLOW`` beneath the vault's descriptor, so a
@@ -32,9 +33,10 @@ from typing import Any
 import wasmtime
 from toolcage.policies import GrantedMount
 
-from ._abi import failed, module_name, ok
+from ._abi import failed, module_name
 from ._base import CallState
-from ._results import define_json_call
+from ._names import shown_name
+from ._results import JsonHandler, define_json_calls, presented
 from ._state import StateServices
 
 DESTINATIONS = ("/shared", "/tmp")  # noqa: S108 (guest paths)
@@ -62,15 +64,26 @@ class VaultBinding:
     def __init__(self, services: StateServices) -> None:
         self._services = services
 
+    def calls(self) -> dict[str, JsonHandler]:
+        """The calls this binding answers, by import name."""
+        return {"copy": self.answer}
+
     def define(self, linker: wasmtime.Linker) -> None:
-        define_json_call(linker, module_name(self.name), "copy", self.answer)
+        define_json_calls(linker, module_name(self.name), self.calls())
 
     def answer(self, state: CallState, request: dict[str, Any]) -> dict[str, Any]:
+        """The copy's message, bytes and whether the file is new; shown as the
+        ``vault_copyto`` tool shows it (names in the SDK's form, :mod:`._names`)."""
         try:
             text, size, created = self.copy(state, request)
-            return ok(text=text, bytes=size, created=created)
         except VaultRefusal as exc:
             return failed(exc.error_type, exc.message)
+        path = request["path"]
+        item, shown = shown_name(request["item"]), shown_name(path)
+        details = {"item": item, "path": shown, "bytes": size, "created": created}
+        display = f"Copied vault item {item} to {shown} ({size_shown(size)})"
+        artifact = ("file", path, "created" if created else "modified")
+        return presented(text, details, display, [artifact]) | {"bytes": size, "created": created}
 
     def copy(self, state: CallState, request: dict[str, Any]) -> tuple[str, int, bool]:
         """Copy the item into the mount; the message saying what was copied where, the bytes
@@ -100,6 +113,19 @@ class VaultBinding:
         data = _read_item(vault, item, self._services.vault.max_bytes)
         created = _write_atomically(mount, parts, data, replace=overwrite, shown=path)
         return f"copied vault item {item!r} ({len(data):,} bytes) to {path}", len(data), created
+
+
+def size_shown(size: int) -> str:
+    """A byte count for a person, as the SDK's ``tc_buf_size`` writes it: ``512 B``,
+    ``1.2 KB``, ``3.4 MB`` (powers of 1024, tenths rounded half up)."""
+    if size < 1024:
+        return f"{size} B"
+    unit, scale = 1024, 0
+    while scale < 3 and size // 1024 >= unit:
+        unit *= 1024
+        scale += 1
+    tenths = size // unit * 10 + (size % unit * 10 + unit // 2) // unit
+    return f"{tenths // 10}.{tenths % 10} {'KMGT'[scale]}B"
 
 
 def _check_item(item: str) -> None:

@@ -3,7 +3,8 @@
 A small guest built with the SDK shows arbitrary byte strings -- every single byte, every
 two-byte pair with a lead byte, every code point's UTF-8, and random strings -- and each
 must come out exactly as the documented form says (:func:`shown` of the adversarial suite,
-an independent implementation), on one line, with nothing that a terminal would act on.
+an independent implementation), on one line, with nothing that a terminal would act on;
+the host's own port (:func:`~toolcage.host_bindings._names.shown_name`) shows each the same.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import wasmtime
+from toolcage.host_bindings._names import shown_name
 from toolcage.wasm_tools.build import SDK, build_cached, sdk_sources
 
 from tests.adversarial.test_name_forging import shown
@@ -73,6 +75,11 @@ class TestShownNames:
         assert len(lines) == len(names)
         wrong = [(n, got) for n, got in zip(names, lines, strict=True) if got != shown(n)]
         assert wrong == []
+
+    def test_the_host_shows_every_name_as_the_sdk_does(self, show: Guest, tmp_path: Path) -> None:
+        """The host's port (relay tools' details and display lines), byte for byte."""
+        names = samples()
+        assert [shown_name(name) for name in names] == run(show, names, tmp_path)
 
     def test_the_form_can_be_read_back(self, show: Guest, tmp_path: Path) -> None:
         """Unambiguous: different names are shown differently."""

@@ -165,8 +165,9 @@ class TestDeclarations:
 
     def test_the_state_tools_are_relays_of_a_capability_they_need(self) -> None:
         relays = {s.decl.name: s for s in discover_specs() if s.relay is not None}
-        assert {name.split("_")[0] for name in relays} == {"memory", "scratchpad", "schedule"}
-        assert len(relays) == 13
+        kinds = {name.split("_")[0] for name in relays}
+        assert kinds == {"memory", "scratchpad", "schedule", "send", "vault"}
+        assert len(relays) == 15
         for spec in relays.values():
             assert spec.relay is not None
             assert spec.relay[0] in spec.needs
