@@ -25,6 +25,7 @@ from typing import Any
 from toolcage.policies import Principal, RateRule, StateConfig
 from toolcage.policies._rate_limits import RateLimits, rules_for
 
+from ._backends._urls import make_room
 from ._store import StoreError, StoreUnavailable, open_store
 from ._store._counters import (
     RETURN_BYTES,
@@ -35,7 +36,7 @@ from ._store._counters import (
     Statement,
     Take,
 )
-from ._store._open import auth_token, make_room
+from ._store._open import auth_token
 from ._store._protocol import StateStore
 
 FIRST_LEASE = 64 * 1024

@@ -36,6 +36,7 @@ from toolcage.policies import ToolcageConfig
 
 from . import _schedule_shown as shown
 from ._abi import failed, module_name
+from ._backends import _waits as waits
 from ._base import CallState
 from ._fit import MARGIN, fit_texts, json_bytes
 from ._results import JsonHandler, define_json_calls
@@ -45,7 +46,6 @@ from ._scheduler._model import OutputChunk, ScheduleError, ScheduleValidationErr
 from ._scheduler._open import open_schedule_store
 from ._scheduler._store import ScheduleStore
 from ._store import StoreError, StoreTimeout, StoreUnavailable
-from ._store import _waits as waits
 from ._store._open import auth_token
 
 BookOpener = Callable[[], ScheduleBook]

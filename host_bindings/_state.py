@@ -20,6 +20,8 @@ from typing import Any
 from toolcage.policies import Principal, StateConfig, VaultConfig
 
 from ._abi import failed
+from ._backends import _waits as waits
+from ._backends._urls import make_room
 from ._base import CallState
 from ._store import (
     Embedder,
@@ -32,8 +34,7 @@ from ._store import (
     StoreUnavailable,
     open_store,
 )
-from ._store import _waits as waits
-from ._store._open import auth_token, make_room
+from ._store._open import auth_token
 
 Handler = Callable[[CallState, dict[str, Any]], dict[str, Any]]
 """Answers one request of a state binding for a call."""
@@ -45,7 +46,7 @@ class InvalidRequest(ValueError):
 
 def answering(handler: Handler) -> Handler:
     """``handler`` with the store's waits bounded by the call's deadline (see
-    :mod:`._store._waits`), and refused requests (``validation_error``), a deadline that
+    :mod:`._backends._waits`), and refused requests (``validation_error``), a deadline that
     came while the store waited (``timeout``, nothing changed) and failures of the store or
     the embedder (``execution_error``) as error results."""
 

@@ -42,9 +42,9 @@ from typing import Literal, TextIO
 
 import anyio
 from toolcage.host_bindings import StateServices, StoreError
+from toolcage.host_bindings._backends._sqlite_causes import recovery
 from toolcage.host_bindings._store import StateStore
 from toolcage.host_bindings._store._sqlite import EmbeddedStore
-from toolcage.host_bindings._store._sqlite_causes import recovery
 from toolcage.policies import ConfigError, EgressPolicy, HostTemplate, ShellMode
 
 from ._errors import ToolError, UsageError

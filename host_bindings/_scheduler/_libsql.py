@@ -6,23 +6,18 @@ schedule only if ``next_run_at`` is still the one the scheduler saw (and nothing
 inserts the run only if that update set the schedule's ``running_run_id`` to this run,
 and clears it again if the insert found the occurrence already ran; the last statement
 reports whether the run exists. The tables and their migrations are the embedded
-store's (:mod:`._sqlite`), under the same version key.
+store's (:mod:`._tables`), under the same version key; the client, its lifecycle and
+error translation are the remote backend's
+(:mod:`toolcage.host_bindings._backends._remote`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
-import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
 
-import aiohttp
-import libsql_client
-from toolcage.host_bindings._store._libsql_client import BoundedClient
-from toolcage.host_bindings._store._protocol import StoreError, StoreUnavailable
-from toolcage.host_bindings._store._schema import META_TABLE
+from toolcage.host_bindings._backends._migrations import Statement
+from toolcage.host_bindings._backends._remote import REQUEST_TIMEOUT, RemoteBackend
 
 from ._model import OutputChunk, RunRecord, RunStatus, Schedule
 from ._store import Claim, Fault, ScheduleFilter, Unreadable
@@ -30,11 +25,10 @@ from ._tables import (
     EDITABLE_COLUMNS,
     INSERT_SCHEDULE,
     LEASE_EXPIRED,
-    MIGRATIONS,
     RUN_COLUMNS,
     SCHEDULE_COLUMNS,
     SCHEDULE_OF_RUN,
-    VERSION_KEY,
+    SCHEDULES,
     column_value,
     due_row,
     fault_statements,
@@ -44,99 +38,21 @@ from ._tables import (
     to_us,
 )
 
-Statement = tuple[str, Sequence[Any]]
 
-
-class RemoteScheduleStore:
+class RemoteScheduleStore(RemoteBackend):
     """A :class:`~._store.ScheduleStore` on the libSQL server at ``endpoint``."""
 
     def __init__(
-        self, endpoint: str, *, url: str, auth_token: str | None = None, timeout: float = 30.0
+        self,
+        endpoint: str,
+        *,
+        url: str,
+        auth_token: str | None = None,
+        timeout: float = REQUEST_TIMEOUT,
     ) -> None:
-        self._url = url
-        self._timeout = timeout
-        self._lock = threading.Lock()
-        self._closed = False
-        self._client = BoundedClient(endpoint, auth_token=auth_token, timeout=timeout)
-        try:
-            self._migrate()
-        except StoreError as exc:
-            self.close()
-            raise StoreUnavailable(url, str(exc)) from exc
-
-    @property
-    def url(self) -> str:
-        return self._url
-
-    def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        self._client.close()
-
-    def __del__(self) -> None:
-        if not getattr(self, "_closed", True):
-            warnings.warn(f"schedule store {self._url!r} not closed", ResourceWarning, stacklevel=1)
-            self.close()
-
-    def __enter__(self) -> RemoteScheduleStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _execute(self, sql: str, args: Sequence[Any] = ()) -> Any:
-        with self._translated():
-            return self._client.execute(sql, args)
-
-    def _batch(self, statements: Sequence[Statement]) -> list[Any]:
-        with self._translated():
-            return self._client.batch(statements)
-
-    @contextlib.contextmanager
-    def _translated(self) -> Iterator[None]:
-        if self._closed:
-            raise StoreError(f"schedule store {self._url!r} is closed")
-        try:
-            yield
-        except libsql_client.LibsqlError as exc:
-            raise StoreError(f"schedule store {self._url!r} failed: {exc}") from exc
-        except TimeoutError as exc:
-            raise StoreError(
-                f"schedule store {self._url!r} did not answer within {self._timeout} s"
-            ) from exc
-        except (aiohttp.ClientError, OSError) as exc:
-            raise StoreError(f"schedule store {self._url!r} is unreachable: {exc}") from exc
-
-    def _migrate(self) -> None:
-        self._execute(META_TABLE)
-        for _ in range(2):  # a second pass when another host migrated at the same time
-            version = self._version()
-            if version > len(MIGRATIONS):
-                raise StoreError(
-                    f"schedule tables of {self._url!r} have version {version}, newer than"
-                    f" this toolcage's {len(MIGRATIONS)}"
-                )
-            if version == len(MIGRATIONS):
-                return
-            statements: list[Statement] = [
-                (statement, ()) for batch in MIGRATIONS[version:] for statement in batch
-            ]
-            statements.append(
-                (
-                    "INSERT OR REPLACE INTO store_meta VALUES (?, ?)",
-                    (VERSION_KEY, str(len(MIGRATIONS))),
-                )
-            )
-            with contextlib.suppress(StoreError):
-                self._batch(statements)
-        if self._version() != len(MIGRATIONS):
-            raise StoreError(f"schedule tables of {self._url!r} could not be migrated")
-
-    def _version(self) -> int:
-        found = self._execute("SELECT value FROM store_meta WHERE key = ?", (VERSION_KEY,)).rows
-        return int(found[0][0]) if found else 0
+        super().__init__(
+            endpoint, url=url, migrations=SCHEDULES, auth_token=auth_token, timeout=timeout
+        )
 
     # -- owners ------------------------------------------------------------------------
 
@@ -147,8 +63,8 @@ class RemoteScheduleStore:
         )
 
     def get_schedule(self, user_id: str, schedule_id: str) -> Schedule | None:
-        rows = self._execute(_SELECT_ONE, (user_id, schedule_id)).rows
-        return schedule_row(tuple(rows[0])) if rows else None
+        rows = self._execute(_SELECT_ONE, (user_id, schedule_id))
+        return schedule_row(rows[0]) if rows else None
 
     def search_schedules(
         self, user_id: str, filters: ScheduleFilter, *, limit: int, offset: int
@@ -173,7 +89,7 @@ class RemoteScheduleStore:
                 ),
             ]
         )
-        return [schedule_row(tuple(row)) for row in page.rows], int(total.rows[0][0])
+        return [schedule_row(row) for row in page], int(total[0][0])
 
     def update_schedule(
         self, user_id: str, schedule_id: str, changes: Mapping[str, object]
@@ -189,11 +105,11 @@ class RemoteScheduleStore:
                 )
             )
         statements.append((_SELECT_ONE, (user_id, schedule_id)))
-        rows = self._batch(statements)[-1].rows
-        return schedule_row(tuple(rows[0])) if rows else None
+        rows = self._batch(statements)[-1]
+        return schedule_row(rows[0]) if rows else None
 
     def delete_schedule(self, user_id: str, schedule_id: str) -> bool:
-        results = self._batch(
+        changed = self._changed(
             [
                 (
                     "DELETE FROM schedule_runs WHERE user_id = ? AND schedule_id = ?",
@@ -205,7 +121,7 @@ class RemoteScheduleStore:
                 ),
             ]
         )
-        return bool(results[1].rows_affected)
+        return bool(changed[1])
 
     def list_runs(self, user_id: str, schedule_id: str, limit: int) -> list[RunRecord] | None:
         found, rows = self._batch(
@@ -219,9 +135,9 @@ class RemoteScheduleStore:
                 ),
             ]
         )
-        if not found.rows:
+        if not found:
             return None
-        return [run_row(tuple(row)) for row in rows.rows]
+        return [run_row(row) for row in rows]
 
     def run_output(
         self, user_id: str, run_id: str, offset: int, max_chars: int
@@ -230,7 +146,7 @@ class RemoteScheduleStore:
             "SELECT substr(output, ?, ?), length(output) FROM schedule_runs"
             " WHERE user_id = ? AND run_id = ?",
             (offset + 1, max_chars, user_id, run_id),
-        ).rows
+        )
         if not rows:
             return None
         text, total = str(rows[0][0]), int(rows[0][1])
@@ -244,8 +160,8 @@ class RemoteScheduleStore:
             " WHERE status = 'active' AND running_run_id IS NULL AND next_run_us <= ?"
             " ORDER BY next_run_us LIMIT ?",
             (to_us(now), limit),
-        ).rows
-        return [due_row(tuple(row)) for row in rows]
+        )
+        return [due_row(row) for row in rows]
 
     def claim(self, claim: Claim) -> bool:
         results = self._batch(
@@ -290,19 +206,18 @@ class RemoteScheduleStore:
                 ("SELECT count(*) FROM schedule_runs WHERE run_id = ?", (claim.run_id,)),
             ]
         )
-        return int(results[-1].rows[0][0]) == 1
+        return int(results[-1][0][0]) == 1
 
     def record_fault(self, fault: Fault) -> bool:
-        results = self._batch(fault_statements(fault))
-        return bool(results[0].rows_affected == 1)
+        return self._changed(fault_statements(fault))[0] == 1
 
     def renew(self, run_id: str, owner: str, lease_until: datetime) -> bool:
-        result = self._execute(
+        renewed = (
             "UPDATE schedule_runs SET lease_us = ?"
             " WHERE run_id = ? AND owner = ? AND status = 'running'",
             (to_us(lease_until), run_id, owner),
         )
-        return bool(result.rows_affected == 1)
+        return self._changed([renewed])[0] == 1
 
     def finish_run(
         self,
@@ -315,7 +230,7 @@ class RemoteScheduleStore:
         cost: float,
         output: str,
     ) -> bool:
-        results = self._batch(
+        changed = self._changed(
             [
                 (
                     "UPDATE schedule_runs SET status = ?, ended_us = ?, lease_us = NULL,"
@@ -329,7 +244,7 @@ class RemoteScheduleStore:
                 ),
             ]
         )
-        return bool(results[0].rows_affected == 1)
+        return changed[0] == 1
 
     def expire_leases(self, now: datetime) -> list[str]:
         at = to_us(now)
@@ -349,17 +264,15 @@ class RemoteScheduleStore:
                 ),
             ]
         )
-        return [str(row[0]) for row in results[0].rows]
+        return [str(row[0]) for row in results[0]]
 
     def schedule_of_run(self, run_id: str) -> Schedule | None:
-        rows = self._execute(SCHEDULE_OF_RUN, (run_id,)).rows
-        return schedule_row(tuple(rows[0])) if rows else None
+        rows = self._execute(SCHEDULE_OF_RUN, (run_id,))
+        return schedule_row(rows[0]) if rows else None
 
     def get_run(self, run_id: str) -> RunRecord | None:
-        rows = self._execute(
-            f"SELECT {RUN_COLUMNS} FROM schedule_runs WHERE run_id = ?", (run_id,)
-        ).rows
-        return run_row(tuple(rows[0])) if rows else None
+        rows = self._execute(f"SELECT {RUN_COLUMNS} FROM schedule_runs WHERE run_id = ?", (run_id,))
+        return run_row(rows[0]) if rows else None
 
 
 _SELECT_ONE = f"SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE user_id = ? AND schedule_id = ?"

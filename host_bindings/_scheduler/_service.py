@@ -42,8 +42,8 @@ from datetime import datetime
 
 import anyio
 from anyio.abc import TaskGroup
+from toolcage.host_bindings._backends._errors import StoreError
 from toolcage.host_bindings._channel import Channel
-from toolcage.host_bindings._store import StoreError
 
 from ._cadence import Cadence
 from ._clock import Clock, SystemClock

@@ -1,28 +1,22 @@
 """The embedded schedule store: schedules and runs in the state store's SQLite file.
 
-Uses the state store's connection pool (WAL, one ``BEGIN IMMEDIATE`` per write, busy
-timeout), so several scheduler processes on one file serialise their claims. Instants
-are stored as integer microseconds since the epoch (``*_us`` columns): exact, and ordered
-by the ``schedules_due`` index, which holds only the rows a due-scan can return.
+Opened, migrated and closed by the embedded backend
+(:mod:`toolcage.host_bindings._backends._embedded`), on the state store's connection pool
+(WAL, one ``BEGIN IMMEDIATE`` per write, busy timeout), so several scheduler processes on
+one file serialise their claims. Instants are stored as integer microseconds since the
+epoch (``*_us`` columns): exact, and ordered by the ``schedules_due`` index, which holds
+only the rows a due-scan can return.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 
 import apsw
-from toolcage.host_bindings._store import _sqlite_causes as causes
-from toolcage.host_bindings._store._open import make_room
-from toolcage.host_bindings._store._protocol import StoreError
-from toolcage.host_bindings._store._sqlite_pool import (
-    BUSY_TIMEOUT_MS,
-    ConnectionPool,
-    create_private,
-    stored_version,
-)
+from toolcage.host_bindings._backends._embedded import EmbeddedBackend
+from toolcage.host_bindings._backends._sqlite_pool import BUSY_TIMEOUT_MS
 
 from ._model import (
     OutputChunk,
@@ -35,11 +29,10 @@ from ._tables import (
     EDITABLE_COLUMNS,
     INSERT_SCHEDULE,
     LEASE_EXPIRED,
-    MIGRATIONS,
     RUN_COLUMNS,
     SCHEDULE_COLUMNS,
     SCHEDULE_OF_RUN,
-    VERSION_KEY,
+    SCHEDULES,
     column_value,
     due_row,
     fault_statements,
@@ -54,7 +47,7 @@ class _Lost(Exception):
     """Rolls back a claim that lost its race."""
 
 
-class EmbeddedScheduleStore:
+class EmbeddedScheduleStore(EmbeddedBackend):
     """A :class:`~._store.ScheduleStore` in the SQLite file at ``path``::
 
     with EmbeddedScheduleStore(Path("state.db"), url="sqlite:state.db") as store:
@@ -62,71 +55,19 @@ class EmbeddedScheduleStore:
     """
 
     def __init__(self, path: Path, *, url: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
-        self._url = url
-        self._path = path
-        self._pool = ConnectionPool(path, url=url, busy_timeout_ms=busy_timeout_ms)
-        try:
-            make_room(path, url)
-            create_private(path)
-            self._migrate()
-        except (apsw.Error, OSError, StoreError) as exc:
-            self._pool.close()
-            raise causes.unavailable(exc, path, url) from exc
-
-    @property
-    def url(self) -> str:
-        return self._url
-
-    def close(self) -> None:
-        self._pool.close()
-
-    def __del__(self) -> None:
-        pool = getattr(self, "_pool", None)
-        if pool is not None and not pool.closed:
-            warnings.warn(f"schedule store {self._url!r} not closed", ResourceWarning, stacklevel=1)
-            pool.close()
-
-    def __enter__(self) -> EmbeddedScheduleStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _migrate(self) -> None:
-        """Create or upgrade the schedule tables; nothing is written when they are current
-        (a store on a full or read-only disk still opens, and reads)."""
-        with self._pool.connection() as conn:
-            if self._version(conn) == len(MIGRATIONS):
-                return
-        with self._pool.write() as conn:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-            )
-            version = self._version(conn)  # another process may have migrated since
-            for statements in MIGRATIONS[version:]:
-                for statement in statements:
-                    conn.execute(statement)
-            conn.execute(
-                "INSERT OR REPLACE INTO store_meta VALUES (?, ?)",
-                (VERSION_KEY, str(len(MIGRATIONS))),
-            )
-
-    def _version(self, conn: apsw.Connection) -> int:
-        """The schedule tables' version (0 before they exist); refused when newer."""
-        subject = f"schedule store {self._url!r}"
-        return stored_version(conn, VERSION_KEY, len(MIGRATIONS), subject)
+        super().__init__(path, url=url, migrations=SCHEDULES, busy_timeout_ms=busy_timeout_ms)
 
     # -- owners ------------------------------------------------------------------------
 
     def insert_schedule(self, schedule: Schedule) -> None:
-        with causes.translated(self._path, self._url), self._pool.write() as conn:
+        with self._writing() as conn:
             conn.execute(
                 INSERT_SCHEDULE,
                 schedule_values(schedule),
             )
 
     def get_schedule(self, user_id: str, schedule_id: str) -> Schedule | None:
-        with causes.translated(self._path, self._url), self._pool.read() as conn:
+        with self._reading() as conn:
             return _fetch_schedule(conn, user_id, schedule_id)
 
     def search_schedules(
@@ -142,7 +83,7 @@ class EmbeddedScheduleStore:
                 where.append(f"{column} = ?")
                 params.append(value)
         clause = " AND ".join(where)
-        with causes.translated(self._path, self._url), self._pool.read() as conn:
+        with self._reading() as conn:
             total = conn.execute(
                 f"SELECT count(*) FROM schedules WHERE {clause}", params
             ).fetchone()
@@ -158,7 +99,7 @@ class EmbeddedScheduleStore:
     ) -> Schedule | None:
         columns = [f"{EDITABLE_COLUMNS[key]} = ?" for key in changes]
         values = [column_value(value) for value in changes.values()]
-        with causes.translated(self._path, self._url), self._pool.write() as conn:
+        with self._writing() as conn:
             if columns:
                 conn.execute(
                     f"UPDATE schedules SET {', '.join(columns)}"
@@ -168,7 +109,7 @@ class EmbeddedScheduleStore:
             return _fetch_schedule(conn, user_id, schedule_id)
 
     def delete_schedule(self, user_id: str, schedule_id: str) -> bool:
-        with causes.translated(self._path, self._url), self._pool.write() as conn:
+        with self._writing() as conn:
             conn.execute(
                 "DELETE FROM schedules WHERE user_id = ? AND schedule_id = ?",
                 (user_id, schedule_id),
@@ -182,7 +123,7 @@ class EmbeddedScheduleStore:
             return True
 
     def list_runs(self, user_id: str, schedule_id: str, limit: int) -> list[RunRecord] | None:
-        with causes.translated(self._path, self._url), self._pool.read() as conn:
+        with self._reading() as conn:
             if _fetch_schedule(conn, user_id, schedule_id) is None:
                 return None
             rows = conn.execute(
@@ -195,7 +136,7 @@ class EmbeddedScheduleStore:
     def run_output(
         self, user_id: str, run_id: str, offset: int, max_chars: int
     ) -> OutputChunk | None:
-        with causes.translated(self._path, self._url), self._pool.read() as conn:
+        with self._reading() as conn:
             row = conn.execute(
                 "SELECT substr(output, ?, ?), length(output) FROM schedule_runs"
                 " WHERE user_id = ? AND run_id = ?",
@@ -209,7 +150,7 @@ class EmbeddedScheduleStore:
     # -- the service -------------------------------------------------------------------
 
     def due_schedules(self, now: datetime, limit: int) -> list[Schedule | Unreadable]:
-        with causes.translated(self._path, self._url), self._pool.read() as conn:
+        with self._reading() as conn:
             rows = conn.execute(
                 f"SELECT {SCHEDULE_COLUMNS} FROM schedules"
                 " WHERE status = 'active' AND running_run_id IS NULL AND next_run_us <= ?"
@@ -220,7 +161,7 @@ class EmbeddedScheduleStore:
 
     def claim(self, claim: Claim) -> bool:
         try:
-            with causes.translated(self._path, self._url), self._pool.write() as conn:
+            with self._writing() as conn:
                 conn.execute(
                     "UPDATE schedules SET next_run_us = ?, status = ?, last_run_us = ?,"
                     " running_run_id = ? WHERE schedule_id = ? AND next_run_us = ?"
@@ -264,7 +205,7 @@ class EmbeddedScheduleStore:
         return True
 
     def record_fault(self, fault: Fault) -> bool:
-        with causes.translated(self._path, self._url), self._pool.write() as conn:
+        with self._writing() as conn:
             paused = False
             for number, (sql, values) in enumerate(fault_statements(fault)):
                 conn.execute(sql, values)
@@ -273,7 +214,7 @@ class EmbeddedScheduleStore:
             return paused
 
     def renew(self, run_id: str, owner: str, lease_until: datetime) -> bool:
-        with causes.translated(self._path, self._url), self._pool.write() as conn:
+        with self._writing() as conn:
             conn.execute(
                 "UPDATE schedule_runs SET lease_us = ?"
                 " WHERE run_id = ? AND owner = ? AND status = 'running'",
@@ -292,7 +233,7 @@ class EmbeddedScheduleStore:
         cost: float,
         output: str,
     ) -> bool:
-        with causes.translated(self._path, self._url), self._pool.write() as conn:
+        with self._writing() as conn:
             conn.execute(
                 "UPDATE schedule_runs SET status = ?, ended_us = ?, lease_us = NULL,"
                 " summary = ?, cost = ?, output = ?"
@@ -307,7 +248,7 @@ class EmbeddedScheduleStore:
             return True
 
     def expire_leases(self, now: datetime) -> list[str]:
-        with causes.translated(self._path, self._url), self._pool.write() as conn:
+        with self._writing() as conn:
             expired = [
                 str(row[0])
                 for row in conn.execute(
@@ -328,12 +269,12 @@ class EmbeddedScheduleStore:
             return expired
 
     def schedule_of_run(self, run_id: str) -> Schedule | None:
-        with causes.translated(self._path, self._url), self._pool.read() as conn:
+        with self._reading() as conn:
             row = conn.execute(SCHEDULE_OF_RUN, (run_id,)).fetchone()
         return None if row is None else schedule_row(row)
 
     def get_run(self, run_id: str) -> RunRecord | None:
-        with causes.translated(self._path, self._url), self._pool.read() as conn:
+        with self._reading() as conn:
             row = conn.execute(
                 f"SELECT {RUN_COLUMNS} FROM schedule_runs WHERE run_id = ?", (run_id,)
             ).fetchone()

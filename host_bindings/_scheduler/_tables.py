@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from toolcage.host_bindings._store._protocol import StoreError
+from toolcage.host_bindings._backends._errors import StoreError
+from toolcage.host_bindings._backends._migrations import Migrations
 from toolcage.policies import Principal
 
 from ._model import (
@@ -86,6 +87,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         ) WHERE principal IS NULL""",
     ),
 )
+
+SCHEDULES = Migrations(VERSION_KEY, MIGRATIONS, "schedule store")
+"""The schedule tables' migrations, versioned as ``scheduler_schema_version``."""
 
 SCHEDULE_COLUMNS = (
     "schedule_id, user_id, name, goal, cadence_type, cadence_value, timezone, notification,"

@@ -41,5 +41,5 @@ __all__ = [
     "open_store",
 ]
 
-publish(globals(), __all__)
+publish(globals(), __all__, within="toolcage.host_bindings")  # and the backends' errors
 del publish

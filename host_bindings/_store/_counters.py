@@ -23,7 +23,8 @@ A caller that may wait waits for the lock however SQLite reports it: its busy ha
 covers most contention, but some (a log being restarted or recovered by another
 process, a snapshot gone stale) is reported as ``SQLITE_BUSY`` or ``SQLITE_LOCKED`` at once,
 so :meth:`EmbeddedCounters.apply` tries again, with growing pauses, until the busy timeout
-or the call's deadline (:mod:`._waits`) -- contention is a wait, never an error of the call.
+or the call's deadline (:mod:`~toolcage.host_bindings._backends._waits`) -- contention is a
+wait, never an error of the call.
 
 That connection never checkpoints the write-ahead log itself (a checkpoint writes back
 up to a thousand pages); when the log has grown, a background thread does, in ``RESTART``
@@ -42,10 +43,10 @@ from typing import Any, Protocol
 
 import apsw
 
-from . import _sqlite_causes as causes
-from . import _waits as waits
-from ._protocol import StoreError
-from ._sqlite_pool import BUSY_TIMEOUT_MS, ConnectionPool
+from .._backends import _sqlite_causes as causes
+from .._backends import _waits as waits
+from .._backends._errors import StoreError
+from .._backends._sqlite_pool import BUSY_TIMEOUT_MS, ConnectionPool
 
 Statement = tuple[str, Sequence[Any]]
 

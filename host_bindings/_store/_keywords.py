@@ -36,16 +36,12 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from .._backends._migrations import Run as Run
+from .._backends._migrations import Statement as Statement
 from ._terms import terms
-
-Statement = tuple[str, Sequence[Any]]
-"""SQL and its arguments."""
-
-Run = Callable[[str, Sequence[Any]], Sequence[Sequence[Any]]]
-"""Runs one statement with its arguments; its rows."""
 
 NOTES = "notes"
 """The corpus of a user's notes: its documents are ``chunks`` rows."""

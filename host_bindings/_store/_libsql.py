@@ -19,31 +19,28 @@ search ranks the user's (tagged) chunks exactly by cosine distance. libSQL's own
 index (``libsql_vector_idx``) is not used: it spans every user, so the neighbours it
 returns for one user's query, and how many of them are that user's, depend on what other
 users stored; the exact scan reads the user's rows only and costs what they hold.
+
+The client, its lifecycle, error translation and migrations are the remote backend's
+(:mod:`toolcage.host_bindings._backends._remote`); this module keeps only the SQL.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import threading
-import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import aiohttp
-import libsql_client
 from toolcage.policies import Principal
 
+from .._backends._remote import REQUEST_TIMEOUT, RemoteBackend
 from . import _events as conversation
 from . import _keywords as keywords
 from . import _libsql_statements as statements_for
 from . import _rows as rows
 from . import _schema as schema
-from . import _waits as waits
 from ._counters import RemoteCounters
 from ._fusion import fuse, max_distance, pack_vector, pool_size
 from ._keywords import Statement
-from ._libsql_client import BoundedClient
 from ._protocol import (
     ConversationHit,
     EmbeddingModelMismatch,
@@ -51,14 +48,10 @@ from ._protocol import (
     NoteRecord,
     Pad,
     StoreError,
-    StoreUnavailable,
 )
 
-REQUEST_TIMEOUT = 30.0
-"""Seconds a request to the server may take before it is given up."""
 
-
-class RemoteStore:
+class RemoteStore(RemoteBackend):
     """A :class:`~._protocol.StateStore` on the libSQL server at ``endpoint``::
 
     store = RemoteStore("https://db.example.net", url="libsql://db.example.net",
@@ -73,110 +66,22 @@ class RemoteStore:
         auth_token: str | None = None,
         timeout: float = REQUEST_TIMEOUT,
     ) -> None:
-        self._url = url
-        self._lock = threading.Lock()
-        self._closed = False
-        self._timeout = timeout
         self._claimed: tuple[str, int] | None = None
-        try:
-            self._client = BoundedClient(endpoint, auth_token=auth_token, timeout=timeout)
-        except (libsql_client.LibsqlError, ValueError) as exc:
-            self._closed = True
-            raise StoreUnavailable(url, str(exc)) from exc
-        try:
-            self._migrate()
-        except StoreError as exc:
-            self.close()
-            raise StoreUnavailable(url, str(exc.__cause__ or exc)) from exc
-
-    @property
-    def url(self) -> str:
-        return self._url
+        super().__init__(
+            endpoint, url=url, migrations=schema.STATE, auth_token=auth_token, timeout=timeout
+        )
 
     @property
     def counters(self) -> RemoteCounters:
         """The rate-limit counters kept on the server."""
         return RemoteCounters(self._execute, self._batch)
 
-    def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        self._client.close()
-
-    def __del__(self) -> None:
-        if not getattr(self, "_closed", True):
-            warnings.warn(f"state store {self._url!r} not closed", ResourceWarning, stacklevel=1)
-            self.close()
-
-    def __enter__(self) -> RemoteStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # -- statements ----------------------------------------------------------------------
-
-    def _execute(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._translated():
-            result = self._client.execute(sql, args)
-        return [tuple(row) for row in result.rows]
-
-    def _batch(self, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
-        """Run ``statements`` as one transaction; the rows of each."""
-        with self._translated():
-            results = self._client.batch(statements)
-        waits.committed()
-        return [[tuple(row) for row in result.rows] for result in results]
-
-    @contextlib.contextmanager
-    def _translated(self) -> Iterator[None]:
-        if self._closed:
-            raise StoreError(f"state store {self._url!r} is closed")
-        try:
-            yield
-        except libsql_client.LibsqlError as exc:
-            raise StoreError(f"state store {self._url!r} failed: {exc}") from exc
-        except TimeoutError as exc:  # sent, perhaps done: never reported as a clean timeout
-            raise StoreError(
-                f"state store {self._url!r} did not answer {exc}; what was asked may be done"
-            ) from exc
-        except (aiohttp.ClientError, OSError) as exc:
-            raise StoreError(f"state store {self._url!r} is unreachable: {exc}") from exc
-
-    def _migrate(self) -> None:
-        self._execute(schema.META_TABLE)
-        for _ in range(2):  # a second pass when another host migrated at the same time
-            version = self._version()
-            if version > schema.SCHEMA_VERSION:
-                raise StoreError(
-                    f"state store {self._url!r} has schema version {version}, newer than"
-                    f" this toolcage's {schema.SCHEMA_VERSION}"
-                )
-            if version == schema.SCHEMA_VERSION:
-                return
-            statements: list[Statement] = []
-            for step in (step for steps in schema.MIGRATIONS[version:] for step in steps):
-                # a function reads now, and its statements run in the batch (it guards them)
-                statements += [(step, ())] if isinstance(step, str) else step(self._execute)
-            stored = self.stored_model()
-            if stored is not None:  # vector tables of an older version: index them by user
-                statements += [(sql, ()) for sql in statements_for.vector_tables(stored[1])]
-            statements.append(
-                (
-                    "INSERT OR REPLACE INTO store_meta VALUES ('schema_version', ?)",
-                    (str(schema.SCHEMA_VERSION),),
-                )
-            )
-            with contextlib.suppress(StoreError):
-                self._batch(statements)
-        if self._version() != schema.SCHEMA_VERSION:
-            raise StoreError(f"state store {self._url!r} could not be migrated")
-
-    def _version(self) -> int:
-        found = self._execute("SELECT value FROM store_meta WHERE key = 'schema_version'")
-        return int(found[0][0]) if found else 0
+    def _extra_migration_statements(self) -> list[Statement]:
+        stored = self.stored_model()
+        if stored is None:
+            return []
+        # vector tables of an older version: index them by user
+        return [(sql, ()) for sql in statements_for.vector_tables(stored[1])]
 
     # -- notes ---------------------------------------------------------------------------
 

@@ -33,31 +33,9 @@ from typing import Protocol, runtime_checkable
 
 from toolcage.policies import Principal
 
-
-class StoreError(Exception):
-    """The store failed: cannot be opened, is corrupt, or its backend refused a statement.
-
-    ``fix``, when known, says what the operator can do about it (``toolcage check`` shows
-    it); the message already names the cause.
-    """
-
-    def __init__(self, message: str, *, fix: str = "") -> None:
-        super().__init__(message)
-        self.fix = fix
-
-
-class StoreUnavailable(StoreError):
-    """The store at ``url`` cannot be opened or reached."""
-
-    def __init__(self, url: str, reason: str, *, fix: str = "") -> None:
-        super().__init__(f"state store {url!r} cannot be opened: {reason}", fix=fix)
-        self.url = url
-        self.reason = reason
-
-
-class StoreTimeout(StoreError, TimeoutError):
-    """The call's deadline came while the store waited (for another writer's lock, or a
-    server's answer); nothing of the request was kept."""
+from .._backends._errors import StoreError as StoreError
+from .._backends._errors import StoreTimeout as StoreTimeout
+from .._backends._errors import StoreUnavailable as StoreUnavailable
 
 
 class EmbeddingModelMismatch(StoreError):

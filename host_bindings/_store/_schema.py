@@ -28,17 +28,12 @@ They are for accountability: no statement decides access by them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from ._keywords import Run, Statement, backfill
+from .._backends._migrations import META_TABLE as META_TABLE
+from .._backends._migrations import Migrations, Step
+from ._keywords import backfill
 
 NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 """The backend's clock, as the ISO 8601 UTC text every timestamp is stored as."""
-
-META_TABLE = "CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-
-Step = str | Callable[[Run], list[Statement]]
-"""A migration's step: SQL, or a function that reads the database and returns statements."""
 
 Migration = tuple[Step, ...]
 
@@ -169,6 +164,9 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+STATE = Migrations("schema_version", MIGRATIONS, "state store")
+"""The state store's migrations, versioned as ``schema_version`` in ``store_meta``."""
 
 # -- statements both backends run ------------------------------------------------------------
 

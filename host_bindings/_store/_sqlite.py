@@ -1,6 +1,7 @@
 """The embedded state store: one SQLite file with sqlite-vec.
 
-Connections and transactions are :mod:`._sqlite_pool`'s, the vector index is
+Opening, closing, connections and transactions are the embedded backend's
+(:mod:`toolcage.host_bindings._backends._embedded`), the vector index is
 :mod:`._sqlite_vectors`'s, the keyword index :mod:`._keywords`'s; this module keeps notes,
 chunks, tags and scratchpads in step with them, one write transaction per change.
 """
@@ -8,7 +9,6 @@ chunks, tags and scratchpads in step with them, one write transaction per change
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,26 +16,19 @@ from typing import Any
 import apsw
 from toolcage.policies import Principal
 
+from .._backends._embedded import EmbeddedBackend
+from .._backends._sqlite_pool import BUSY_TIMEOUT_MS
 from . import _events as conversation
 from . import _keywords as keywords
 from . import _rows as rows
 from . import _schema as schema
-from . import _sqlite_causes as causes
 from . import _sqlite_vectors as vectors_index
 from ._counters import EmbeddedCounters
 from ._fusion import Fused, fuse, max_distance, pool_size
-from ._protocol import (
-    ConversationHit,
-    EmbeddingModelMismatch,
-    NoteHit,
-    NoteRecord,
-    Pad,
-    StoreError,
-)
-from ._sqlite_pool import BUSY_TIMEOUT_MS, ConnectionPool, create_private
+from ._protocol import ConversationHit, EmbeddingModelMismatch, NoteHit, NoteRecord, Pad
 
 
-class EmbeddedStore:
+class EmbeddedStore(EmbeddedBackend):
     """A :class:`~._protocol.StateStore` in the SQLite file at ``path``::
 
     store = EmbeddedStore(Path("state.db"), url="sqlite:state.db")
@@ -44,42 +37,16 @@ class EmbeddedStore:
     """
 
     def __init__(self, path: Path, *, url: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
-        self._url = url
-        self._path = path
-        self._pool = ConnectionPool(path, url=url, busy_timeout_ms=busy_timeout_ms)
+        super().__init__(path, url=url, migrations=schema.STATE, busy_timeout_ms=busy_timeout_ms)
         self._counters = EmbeddedCounters(self._pool, str(path), url)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            create_private(path)
-            self._pool.migrate()
-        except (apsw.Error, OSError, StoreError) as exc:
-            self._pool.close()
-            raise causes.unavailable(exc, path, url) from exc
-
-    @property
-    def url(self) -> str:
-        return self._url
 
     @property
     def counters(self) -> EmbeddedCounters:
         """The rate-limit counters kept in this file."""
         return self._counters
 
-    def close(self) -> None:
-        self._pool.close()
+    def _closing(self) -> None:
         self._counters.close()
-
-    def __del__(self) -> None:
-        pool = getattr(self, "_pool", None)
-        if pool is not None and not pool.closed:
-            warnings.warn(f"state store {self._url!r} not closed", ResourceWarning, stacklevel=1)
-            pool.close()
-
-    def __enter__(self) -> EmbeddedStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- notes ---------------------------------------------------------------------------
 
@@ -95,7 +62,7 @@ class EmbeddedStore:
         rows.check_chunks(chunks, vectors, model)
         tags = _unique_tags(tags)
         user_id, writer = principal.user_id, rows.writer(principal)
-        with causes.translated(self._path, self._url), self._pool.write() as conn:
+        with self._writing() as conn:
             self._claim_model(conn, vectors, model)
             conn.execute(
                 schema.INSERT_NOTE,
@@ -116,7 +83,7 @@ class EmbeddedStore:
         rows.check_chunks(chunks, vectors, model)
         tags = _unique_tags(tags)
         user_id = principal.user_id
-        with causes.translated(self._path, self._url), self._pool.write() as conn:
+        with self._writing() as conn:
             row = conn.execute(schema.NOTE_ROWID, (user_id, note_id)).fetchone()
             if row is None:
                 return None
@@ -136,7 +103,7 @@ class EmbeddedStore:
             return _record(conn, user_id, note_id)
 
     def delete_note(self, user_id: str, note_id: str) -> bool:
-        with causes.translated(self._path, self._url), self._pool.write() as conn:
+        with self._writing() as conn:
             row = conn.execute(schema.NOTE_ROWID, (user_id, note_id)).fetchone()
             if row is None:
                 return False
@@ -223,7 +190,7 @@ class EmbeddedStore:
         if top_k < 1:
             return []
         tags = list(dict.fromkeys(tags))
-        with causes.translated(self._path, self._url), self._pool.read() as conn:
+        with self._reading() as conn:
             keyword: list[tuple[int, int]] = []
             if fts_weight > 0:
                 keyword = keywords.search(
@@ -248,14 +215,14 @@ class EmbeddedStore:
     def record_events(self, principal: Principal, events: Sequence[tuple[str, str]]) -> int:
         statements, count = conversation.record(principal, events)
         if count:
-            with causes.translated(self._path, self._url), self._pool.write() as conn:
+            with self._writing() as conn:
                 _run_all(conn, statements)
         return count
 
     def events_to_embed(
         self, user_id: str, model: str, dimensions: int, limit: int
     ) -> list[tuple[int, str]]:
-        with causes.translated(self._path, self._url), self._pool.read() as conn:
+        with self._reading() as conn:
             return conversation.unembedded(_runner(conn), user_id, model, dimensions, limit)
 
     def save_event_vectors(
@@ -264,7 +231,7 @@ class EmbeddedStore:
         statements = conversation.vector_rows(user_id, model, vectors)
         if not statements:
             return
-        with causes.translated(self._path, self._url), self._pool.write() as conn:
+        with self._writing() as conn:
             for sql, args in statements:
                 conn.execute(sql, args)
 
@@ -280,7 +247,7 @@ class EmbeddedStore:
         model: str | None = None,
         min_similarity: float | None = None,
     ) -> list[ConversationHit]:
-        with causes.translated(self._path, self._url), self._pool.read() as conn:
+        with self._reading() as conn:
             return conversation.search_events(
                 _runner(conn),
                 _COSINE,
@@ -297,12 +264,12 @@ class EmbeddedStore:
     # -- scratchpads ---------------------------------------------------------------------
 
     def read_pad(self, user_id: str, session_id: str) -> Pad | None:
-        with causes.translated(self._path, self._url), self._pool.connection() as conn:
+        with self._connected() as conn:
             return _pad(conn, user_id, session_id)
 
     def write_pad(self, principal: Principal, items: Sequence[str]) -> Pad:
         user_id, session_id = principal.user_id, principal.session_id
-        with causes.translated(self._path, self._url), self._pool.write() as conn:
+        with self._writing() as conn:
             conn.execute(
                 schema.WRITE_PAD,
                 (user_id, session_id, json.dumps(list(items)), rows.writer(principal)),
@@ -312,23 +279,24 @@ class EmbeddedStore:
             return pad
 
     def clear_pad(self, user_id: str, session_id: str) -> bool:
-        with causes.translated(self._path, self._url), self._pool.write() as conn:
+        with self._writing() as conn:
             conn.execute(
                 "DELETE FROM pads WHERE user_id = ? AND session_id = ?", (user_id, session_id)
             )
             return bool(conn.changes())
 
     def checkup(self) -> list[str]:
-        """What ``toolcage check`` asks (see :meth:`ConnectionPool.checkup`)."""
-        with causes.translated(self._path, self._url):
+        """What ``toolcage check`` asks: the damage SQLite finds, after a write transaction
+        begun and rolled back (see ``ConnectionPool.checkup`` in the backend's pool)."""
+        with self._translated():
             return self._pool.checkup()
 
     def stored_model(self) -> tuple[str, int] | None:
-        with causes.translated(self._path, self._url), self._pool.connection() as conn:
+        with self._connected() as conn:
             return _stored_model(conn)
 
     def drop_vectors(self) -> int:
-        with causes.translated(self._path, self._url), self._pool.write() as conn:
+        with self._writing() as conn:
             if _stored_model(conn) is None:
                 conn.execute("DELETE FROM event_vectors")
                 return 0

@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 import apsw
 import pytest
-from toolcage.host_bindings._store import _waits as waits
+from toolcage.host_bindings._backends import _waits as waits
 from toolcage.runtime import Runtime, ToolExecutionContext, ToolResult
 from toolcage.runtime._deadline import abandoned_count
 

@@ -22,6 +22,7 @@ import apsw
 import mcp.types as types
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from toolcage.host_bindings._backends._libsql_client import BoundedClient
 from toolcage.host_bindings._scheduler import (
     ManualClock,
     RunRecord,
@@ -33,7 +34,6 @@ from toolcage.host_bindings._scheduler import (
     open_schedule_store,
 )
 from toolcage.host_bindings._scheduler._tables import MIGRATIONS
-from toolcage.host_bindings._store._libsql_client import BoundedClient
 from toolcage.runtime import (
     HttpModelClient,
     Principal,

@@ -9,7 +9,7 @@ last, which is its own limit or less: the time left before the deadline, less
 
 The margin is what makes a timeout mean "nothing happened". A write transaction commits
 only while :func:`expired` is false; past that it is rolled back and the request fails
-with :class:`~._protocol.StoreTimeout`. A commit that lands leaves the guest the margin to
+with :class:`~._errors.StoreTimeout`. A commit that lands leaves the guest the margin to
 report it before the deadline stops it, and :func:`committed` tells the call that its
 effect landed (its guest then has a grace past the deadline to report it), so a call that
 reports ``timeout`` has had no effect, and one whose write landed reports success.

@@ -1,5 +1,5 @@
 """Why an embedded store failed, in words an operator can act on: the one place SQLite's
-and the filesystem's errors become :class:`~._protocol.StoreError`.
+and the filesystem's errors become :class:`~._errors.StoreError`.
 
 SQLite reports a full disk as "database or disk is full" only when a write of the
 database or its log fails; when its shared-memory index (``-shm``) cannot be grown it says
@@ -33,7 +33,7 @@ from typing import Literal
 import apsw
 
 from . import _waits as waits
-from ._protocol import StoreError, StoreTimeout, StoreUnavailable
+from ._errors import StoreError, StoreTimeout, StoreUnavailable
 
 LOW_SPACE = 1 << 20
 """Free bytes under which an I/O error is put down to a full file system."""

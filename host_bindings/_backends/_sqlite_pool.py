@@ -9,15 +9,15 @@ either in the log with its commit record or not at all.
 
 Waits are bounded by the running call's deadline (:mod:`._waits`): each lent connection's
 busy timeout is what is left of it, and a write commits only while the deadline is not
-near (else it is rolled back and :class:`~._protocol.StoreTimeout` raised).
+near (else it is rolled back and :class:`~._errors.StoreTimeout` raised).
 
 Opening writes nothing when the schema is current: :meth:`ConnectionPool.migrate` reads
-the version first and takes the write lock only to migrate. When the file cannot be
-opened for writing because its file system is full or read-only (SQLite must create or
-grow the ``-shm`` index beside it), and no write-ahead log holds changes, a connection
-is opened read-only on the file as it stands (``immutable``): reads go on, and a write
-fails naming the cause (:mod:`._sqlite_causes`). Such a connection is never kept, so the
-next request tries a writable one again.
+a store's version first (:mod:`._migrations`) and takes the write lock only to migrate.
+When the file cannot be opened for writing because its file system is full or
+read-only (SQLite must create or grow the ``-shm`` index beside it), and no write-ahead
+log holds changes, a connection is opened read-only on the file as it stands
+(``immutable``): reads go on, and a write fails naming the cause (:mod:`._sqlite_causes`).
+Such a connection is never kept, so the next request tries a writable one again.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from pathlib import Path
 import apsw
 import sqlite_vec
 
-from . import _schema as schema
 from . import _sqlite_causes as causes
 from . import _waits as waits
-from ._protocol import StoreError, StoreTimeout
+from ._errors import StoreError, StoreTimeout
+from ._migrations import META_TABLE, READ_VERSION, Migrations
 
 BUSY_TIMEOUT_MS = 30_000
 """How long a write waits for another connection's (or process's) write to end."""
@@ -152,32 +152,31 @@ class ConnectionPool:
             finally:
                 conn.execute("ROLLBACK")
 
-    def migrate(self) -> None:
-        """Apply the migrations past the database's ``schema_version``, in one transaction;
-        nothing is written when it is current."""
+    def migrate(self, migrations: Migrations) -> None:
+        """Apply the migrations past the database's version, in one transaction; nothing is
+        written when it is current (a store on a full or read-only disk still opens)."""
         with self.connection() as conn:
-            if self._version(conn) == schema.SCHEMA_VERSION:
+            if self._version(conn, migrations) == migrations.newest:
                 return
         with self.write() as conn:
-            conn.execute(schema.META_TABLE)
-            version = self._version(conn)  # another process may have migrated since
-            for steps in schema.MIGRATIONS[version:]:
-                for step in steps:
-                    if isinstance(step, str):
-                        conn.execute(step)
-                        continue
-                    for sql, args in step(lambda sql, args: list(conn.execute(sql, args))):
-                        conn.execute(sql, args)
-            if version != schema.SCHEMA_VERSION:
-                conn.execute(
-                    "INSERT OR REPLACE INTO store_meta VALUES ('schema_version', ?)",
-                    (str(schema.SCHEMA_VERSION),),
-                )
+            conn.execute(META_TABLE)
+            version = self._version(conn, migrations)  # another process may have migrated since
+            for step in migrations.past(version):
+                if isinstance(step, str):
+                    conn.execute(step)
+                    continue
+                for sql, args in step(lambda sql, args: list(conn.execute(sql, args))):
+                    conn.execute(sql, args)
+            if version != migrations.newest:
+                conn.execute(*migrations.stamp())
 
-    def _version(self, conn: apsw.Connection) -> int:
-        return stored_version(
-            conn, "schema_version", schema.SCHEMA_VERSION, f"state store {self._url!r}"
-        )
+    def _version(self, conn: apsw.Connection, migrations: Migrations) -> int:
+        """The version kept under the migrations' key (0 before ``store_meta`` exists);
+        refused when newer than this toolcage's."""
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'store_meta'").fetchone() is None:
+            return 0
+        row = conn.execute(READ_VERSION, (migrations.key,)).fetchone()
+        return migrations.checked(int(row[0]) if row else 0, self._url)
 
     def checkup(self) -> list[str]:
         """The damage SQLite's ``PRAGMA quick_check`` finds (``[]`` when the file is whole),
@@ -199,24 +198,6 @@ class ConnectionPool:
             idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()
-
-
-def stored_version(conn: apsw.Connection, key: str, current: int, subject: str) -> int:
-    """The version kept under ``key`` in ``store_meta`` (0 before it exists);
-    :class:`StoreError` with the fix when it is newer than ``current``, this toolcage's.
-    ``subject`` names what carries it, for the message ("state store 'sqlite:…'")."""
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'store_meta'").fetchone() is None:
-        return 0
-    row = conn.execute("SELECT value FROM store_meta WHERE key = ?", (key,)).fetchone()
-    version = int(row[0]) if row else 0
-    if version > current:
-        raise StoreError(
-            f"{subject} has schema version {version}, newer than this toolcage's {current}:"
-            " a newer toolcage wrote it",
-            fix="upgrade toolcage to the version that wrote it (an older one cannot read it),"
-            " or point [state] url at another file",
-        )
-    return version
 
 
 def _whole_without_log(path: Path) -> bool:
