@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from toolcage.policies import AgentConfig, LoopLimits, SessionKind, ToolcageConfig
 
@@ -50,14 +50,12 @@ from ._errors import (
     ToolValidationError,
     UsageError,
 )
+from ._host import ToolHost
+from ._loop import TurnResult, run_turn
 from ._model_client import ModelAPIError, ModelClient
 from ._result import ARTIFACTS_TRUNCATED, Artifact, ToolResult
 from ._tool import FunctionDecl, SafetyTier, ToolExecutionContext
 from .providers.base import ToolOutcome, UserMessage
-
-if TYPE_CHECKING:
-    from ._loop import TurnResult
-    from ._runtime import Runtime
 
 NAME = "delegate_to_agent"
 DEFAULT_TIMEOUT = 600.0
@@ -88,10 +86,10 @@ class DelegateToAgent:
                 "max_cost": config.delegation.max_cost,
             }
         )
-        self._runtime: Runtime | None = None
+        self._runtime: ToolHost | None = None
         self._decl = _declaration(self._agents)
 
-    def attach(self, runtime: Runtime) -> None:
+    def attach(self, runtime: ToolHost) -> None:
         """Run delegated turns through ``runtime`` (the one this tool is registered in)."""
         self._runtime = runtime
 
@@ -100,8 +98,6 @@ class DelegateToAgent:
 
     async def execute(self, args: Mapping[str, Any], ctx: ToolExecutionContext) -> ToolResult:
         """Run the nested turn; its answer, stop reason, cost and media as JSON."""
-        from ._loop import run_turn  # the loop imports the runtime, which builds this tool
-
         runtime = self._runtime
         if runtime is None:
             raise UsageError(f"{NAME} is not attached to a runtime (DelegateToAgent.attach)")

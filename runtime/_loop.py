@@ -55,12 +55,12 @@ from toolcage.policies import LoopLimits
 from ._bounds import bound_result
 from ._conversation import record_turn
 from ._errors import ErrorKind, ToolError, ToolNotFoundError, UsageError
+from ._host import ToolHost
 from ._model_client import ModelClient
 from ._result import TextContent, ToolResult
 from ._round import Sleep, execute_round, timestamp, unless_aborted
-from ._runtime import DEFAULT_CONTEXT, Runtime
 from ._schema_messages import schema_excerpt
-from ._tool import FunctionDecl, ToolExecutionContext
+from ._tool import DEFAULT_CONTEXT, FunctionDecl, ToolExecutionContext
 from .providers.base import (
     Message,
     ModelRequest,
@@ -122,7 +122,7 @@ class TurnResult:
 
 async def run_turn(
     client: ModelClient,
-    runtime: Runtime,
+    runtime: ToolHost,
     messages: Sequence[Message],
     *,
     context: ToolExecutionContext | None = None,
@@ -158,7 +158,7 @@ async def run_turn(
 
 
 def _resumed(
-    runtime: Runtime,
+    runtime: ToolHost,
     messages: Sequence[Message],
     given: Mapping[str, ToolResult | str],
     ctx: ToolExecutionContext,
@@ -185,7 +185,7 @@ def _resumed(
 
 
 def _client_outcome(
-    runtime: Runtime, outcome: ToolOutcome, given: ToolResult | str, ctx: ToolExecutionContext
+    runtime: ToolHost, outcome: ToolOutcome, given: ToolResult | str, ctx: ToolExecutionContext
 ) -> ToolOutcome:
     """A pending outcome answered with the result the host's client gave."""
     name = outcome.call.name
@@ -199,7 +199,7 @@ def _client_outcome(
 
 async def _run_rounds(
     client: ModelClient,
-    runtime: Runtime,
+    runtime: ToolHost,
     messages: Sequence[Message],
     ctx: ToolExecutionContext,
     system: str,
@@ -268,7 +268,7 @@ def _budget_spent(turn: TurnResult, limits: LoopLimits) -> StopReason | None:
 
 
 def _retry_feedback(
-    runtime: Runtime,
+    runtime: ToolHost,
     outcome: ToolOutcome,
     ctx: ToolExecutionContext,
     failures: dict[str, int],

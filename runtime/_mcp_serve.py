@@ -41,9 +41,9 @@ from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 
 from ._errors import UsageError
+from ._host import ToolHost
 from ._mcp_server import build_server
 from ._mcp_socket import PeerCheckedH11, unix_listener
-from ._runtime import Runtime
 
 TOKEN_ENV = "TOOLCAGE_MCP_TOKEN"  # noqa: S105 (the variable's name, not a token)
 """The environment variable holding the bearer token of the HTTP transport."""
@@ -55,10 +55,10 @@ _Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 _App = Callable[[_Scope, _Receive, _Send], Awaitable[None]]
 
 
-async def serve_stdio(runtime: Runtime, agent_id: str) -> None:
+async def serve_stdio(runtime: ToolHost, agent_id: str) -> None:
     """Serve one client on stdin/stdout until it closes them."""
     server = build_server(runtime, agent_id)
-    async with runtime, stdio_server() as (read_stream, write_stream):
+    async with contextlib.aclosing(runtime), stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
@@ -83,7 +83,7 @@ def is_loopback(host: str) -> bool:
 
 
 async def serve_http(
-    runtime: Runtime,
+    runtime: ToolHost,
     agent_id: str,
     host: str,
     port: int,
@@ -119,7 +119,7 @@ async def serve_http(
 
 
 async def serve_socket(
-    runtime: Runtime,
+    runtime: ToolHost,
     agent_id: str,
     path: Path,
     token: str | None,
@@ -160,7 +160,7 @@ def _check_token(host: str, token: str | None, unsafe_no_token: bool) -> None:
 
 
 async def _serve(
-    runtime: Runtime,
+    runtime: ToolHost,
     agent_id: str,
     sock: socket.socket,
     security: TransportSecuritySettings,
@@ -177,7 +177,7 @@ async def _serve(
         app = _require_token(app, token)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", http=http)
     web = _Server(config)
-    async with runtime, anyio.create_task_group() as group:
+    async with contextlib.aclosing(runtime), anyio.create_task_group() as group:
         if threading.current_thread() is threading.main_thread():
             group.start_soon(_stop_on_signal, web)
         print(f"toolcage mcp: {banner}", file=log, flush=True)

@@ -1,7 +1,7 @@
 """``toolcage mcp``: the runtime's tools served over the Model Context Protocol.
 
 One low-level :class:`mcp.server.lowlevel.Server` answers ``tools/list`` and ``tools/call``
-for the tools of one agent. Every call goes through :meth:`Runtime.execute_call`, so hooks,
+for the tools of one agent. Every call goes through :meth:`ToolHost.execute_call`, so hooks,
 approval, validation, timeouts and truncation apply as they do in-process, and a failure
 carries the message a model would get, with ``isError`` set and the envelope as
 ``structuredContent``. A success's envelope is its ``structuredContent`` too, so its details
@@ -35,9 +35,9 @@ from toolcage.policies import Principal
 
 from ._approval import Approval, ApprovalRequest
 from ._errors import PermissionDeniedError
+from ._host import ToolHost
 from ._mcp_annotations import annotations_for
 from ._result import ImageContent, TextContent, ToolResult
-from ._runtime import Runtime
 from ._tool import ProgressUpdate, ToolCall, ToolExecutionContext
 from ._version import toolcage_version
 
@@ -107,7 +107,7 @@ def _can_elicit(ctx: ServerRequestContext[Any, Any]) -> bool:
     return capabilities is not None and capabilities.elicitation is not None
 
 
-def build_server(runtime: Runtime, agent_id: str = "default") -> Server[Any]:
+def build_server(runtime: ToolHost, agent_id: str = "default") -> Server[Any]:
     """An MCP server over ``runtime``'s tools for ``agent_id``; the runtime's approval
     policy becomes :class:`ElicitationApproval`."""
     runtime.approval = ElicitationApproval()

@@ -25,7 +25,7 @@ from ._mcp_tools import server_tools
 from ._tool import Tool
 
 if TYPE_CHECKING:
-    from ._runtime import Runtime
+    from ._host import ToolHost
 
 
 class McpServers:
@@ -53,7 +53,7 @@ class McpServers:
         """The name prefixes (``SERVER__``) of the servers that did not start."""
         return tuple(_prefix(c) for c in self.hub.connections if c.failure is not None)
 
-    def attach(self, runtime: Runtime) -> None:
+    def attach(self, runtime: ToolHost) -> None:
         """Withhold the names of the servers that did not start in ``runtime``'s registry,
         and start retrying them; the tools of each that starts are added there."""
         for connection in self.hub.connections:

@@ -34,8 +34,8 @@ from toolcage.policies import LoopLimits
 
 from ._arguments import decode_arguments
 from ._errors import ErrorKind, ToolCancelledError, ToolError, ToolNotFoundError
+from ._host import ToolHost
 from ._result import ToolResult
-from ._runtime import Runtime
 from ._tool import SafetyTier, Tool, ToolCall, ToolExecutionContext
 from .providers.base import ToolOutcome
 
@@ -73,7 +73,7 @@ async def unless_aborted(work: Callable[[], Awaitable[T]], abort: anyio.Event) -
 
 
 async def execute_round(
-    runtime: Runtime,
+    runtime: ToolHost,
     calls: Sequence[ToolCall],
     ctx: ToolExecutionContext,
     abort: anyio.Event,
@@ -129,7 +129,7 @@ async def execute_round(
     ]
 
 
-def _tool_of(runtime: Runtime, call: ToolCall, agent_id: str) -> Tool | None:
+def _tool_of(runtime: ToolHost, call: ToolCall, agent_id: str) -> Tool | None:
     try:
         return runtime.registry.get(call.name, agent_id)
     except ToolNotFoundError:
@@ -137,7 +137,7 @@ def _tool_of(runtime: Runtime, call: ToolCall, agent_id: str) -> Tool | None:
 
 
 def _awaiting_approval(
-    runtime: Runtime, calls: Sequence[ToolCall], ctx: ToolExecutionContext
+    runtime: ToolHost, calls: Sequence[ToolCall], ctx: ToolExecutionContext
 ) -> dict[int, tuple[Tool, Mapping[str, Any]]]:
     """The calls whose approval is asked ahead: privileged ones with a unique id and valid
     arguments, which the approver is shown as the pipeline's gate sees them -- normalised
@@ -160,7 +160,7 @@ def _awaiting_approval(
 
 
 def _batches(
-    runtime: Runtime, calls: Sequence[ToolCall], indices: Sequence[int], agent_id: str
+    runtime: ToolHost, calls: Sequence[ToolCall], indices: Sequence[int], agent_id: str
 ) -> list[list[int]]:
     """``indices`` grouped into runs: consecutive calls that may run beside their siblings
     (``read_only`` ones, unless their concurrency mode says ``serial``; any declared
@@ -182,7 +182,7 @@ def _batches(
 
 
 async def _with_timeout_retries(
-    runtime: Runtime,
+    runtime: ToolHost,
     call: ToolCall,
     ctx: ToolExecutionContext,
     limits: LoopLimits,

@@ -37,13 +37,11 @@ from ._rate_limit_step import RateLimitStep, check_byte_quotas, rate_limiter
 from ._registry import ToolRegistry
 from ._result import ToolResult
 from ._security import SecurityCheck
-from ._tool import Tool, ToolCall, ToolExecutionContext
+from ._tool import DEFAULT_CONTEXT, Tool, ToolCall, ToolExecutionContext
 
 if TYPE_CHECKING:
     from ._model_client import ModelClient
     from ._telemetry import ToolTelemetry
-
-DEFAULT_CONTEXT = ToolExecutionContext()
 
 
 class Runtime:

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from toolcage.host_bindings._scheduler import TurnOutcome, TurnRequest
 from toolcage.policies import LoopLimits
 
+from ._host import ToolHost
 from ._loop import StopReason, run_turn
 from ._model_client import ModelClient
-from ._runtime import Runtime
 from ._tool import ToolExecutionContext
 from .providers.base import UserMessage
 
@@ -74,7 +74,7 @@ class ScheduledTurns:
 
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: ToolHost,
         client: ModelClient,
         *,
         system: str = SYSTEM_PROMPT,

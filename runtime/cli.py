@@ -54,11 +54,12 @@ from ._jsonl import (
     write_json_line,
 )
 from ._result import ToolResult
-from ._runtime import DEFAULT_CONTEXT, Runtime
+from ._runtime import Runtime
 from ._scaffold import add_parser as add_new_tool_parser
 from ._scaffold import run_new_tool
 from ._scheduler_args import add_parser as add_scheduler_parser
 from ._setup_check import run_checks
+from ._tool import DEFAULT_CONTEXT
 from ._version import toolcage_version
 
 EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE = 0, 1, 2
