@@ -45,7 +45,7 @@ bench: install system-deps wasm ## measure the pipeline, the sandbox and the she
 	$(BIN)/python tests/bench/run.py
 
 demo: install system-deps wasm ## run toolcage's main job on the embedded default config
-	$(BIN)/python -m toolcage.runtime.demo
+	$(BIN)/python -m toolcage.runtime.cli.demo
 
 clean: ## remove the venv, caches and built guests
 	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache

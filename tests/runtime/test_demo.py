@@ -21,7 +21,7 @@ def project() -> Iterator[Path]:
 
 def test_demo_runs_every_step_on_the_default_config(project: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "toolcage.runtime.demo"],
+        [sys.executable, "-m", "toolcage.runtime.cli.demo"],
         capture_output=True,
         text=True,
         cwd=project,

@@ -25,9 +25,9 @@ from typing import Any, TextIO
 
 import anyio
 
-from ._errors import ToolValidationError
-from ._result import ToolResult
-from ._tool import ToolCall
+from .._errors import ToolValidationError
+from .._result import ToolResult
+from .._tool import ToolCall
 
 LINE_OVERHEAD = 64 * 1024
 """Bytes a line may take beyond the arguments limit (its ``tool``, ``id`` and punctuation)."""

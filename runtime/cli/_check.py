@@ -47,10 +47,10 @@ from toolcage.host_bindings._store._sqlite import EmbeddedStore
 from toolcage.host_bindings._store._sqlite_causes import recovery
 from toolcage.policies import ConfigError, EgressPolicy, HostTemplate, ShellMode
 
-from ._errors import ToolError, UsageError
-from ._runtime import Runtime
-from ._shell_tool import ShellExecTool, call_sidecar
-from .wasm import LinkError, WasmTool
+from .._errors import ToolError, UsageError
+from .._runtime import Runtime
+from .._shell_tool import ShellExecTool, call_sidecar
+from ..wasm import LinkError, WasmTool
 
 BWRAP_PROBE = ("--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true")
 """A sandbox that shares nothing with the host but a read-only view of it."""

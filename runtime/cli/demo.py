@@ -15,8 +15,8 @@ from typing import Any
 
 import anyio
 
-from ._approval import Approval, ApprovalRequest, CallbackApproval
-from ._runtime import Runtime
+from .._approval import Approval, ApprovalRequest, CallbackApproval
+from .._runtime import Runtime
 
 SCRIPT: list[tuple[str, dict[str, Any], str]] = [
     (

@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ._errors import UsageError
+from .._errors import UsageError
 
 NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 """A tool name a model can call and a C file can be named after."""

@@ -39,11 +39,16 @@ import anyio
 from toolcage.policies import ConfigError
 from toolcage.policies._log_format import add_logging_arguments, configure_logging
 
-from ._approval import Approval, ApprovalRequest, CallbackApproval
-from ._audit._cli import add_parser as add_audit_parser
-from ._audit._cli import run_audit
-from ._channel import JsonLinesChannel
-from ._errors import ToolValidationError, UsageError
+from .._approval import Approval, ApprovalRequest, CallbackApproval
+from .._channel import JsonLinesChannel
+from .._errors import ToolValidationError, UsageError
+from .._result import ToolResult
+from .._runtime import Runtime
+from .._tool import DEFAULT_CONTEXT
+from .._version import toolcage_version
+from ._audit import add_parser as add_audit_parser
+from ._audit import run_audit
+from ._check import run_checks
 from ._jsonl import (
     LINE_OVERHEAD,
     LineError,
@@ -53,14 +58,9 @@ from ._jsonl import (
     parse_call_line,
     write_json_line,
 )
-from ._result import ToolResult
-from ._runtime import Runtime
-from ._scaffold import add_parser as add_new_tool_parser
-from ._scaffold import run_new_tool
+from ._new_tool import add_parser as add_new_tool_parser
+from ._new_tool import run_new_tool
 from ._scheduler_args import add_parser as add_scheduler_parser
-from ._setup_check import run_checks
-from ._tool import DEFAULT_CONTEXT
-from ._version import toolcage_version
 
 EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130
@@ -98,7 +98,7 @@ def _main(argv: list[str]) -> int:
     if args.command == "audit":
         return run_audit(args)
     if args.command == "scheduler":
-        from ._scheduler_cli import run_scheduler  # the agent loop, only for this command
+        from ._scheduler import run_scheduler  # the agent loop, only for this command
 
         return run_scheduler(args)
     try:
@@ -111,7 +111,7 @@ def _main(argv: list[str]) -> int:
     if getattr(args, "approve", False):
         runtime.approval = CallbackApproval(_approve_all)
     if args.command == "mcp":
-        from ._mcp_cli import run_mcp  # the MCP SDK, only for this command
+        from ._mcp import run_mcp  # the MCP SDK, only for this command
 
         return run_mcp(args, runtime)
     if args.command == "tools":

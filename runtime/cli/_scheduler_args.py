@@ -1,10 +1,10 @@
-"""The ``toolcage scheduler`` subcommand's arguments (the command is :mod:`._scheduler_cli`)."""
+"""The ``toolcage scheduler`` subcommand's arguments (the command is :mod:`._scheduler`)."""
 
 from __future__ import annotations
 
 import argparse
 
-from ._model_client import ADAPTERS
+from .._model_client import ADAPTERS
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
