@@ -164,7 +164,7 @@ class Runtime:
         )
         mcp = None
         if config.mcp.servers:
-            from ._mcp_servers import McpServers  # the MCP SDK, only for configs that use it
+            from .mcp.servers import McpServers  # the MCP SDK, only for configs that use it
 
             mcp = McpServers(config, stack, redactor)
             builtin_tools += mcp.tools

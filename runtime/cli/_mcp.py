@@ -11,8 +11,8 @@ from pathlib import Path
 import anyio
 
 from .._errors import UsageError
-from .._mcp_serve import TOKEN_ENV, parse_address, serve_http, serve_socket, serve_stdio
 from .._runtime import Runtime
+from ..mcp.serve._serve import TOKEN_ENV, parse_address, serve_http, serve_socket, serve_stdio
 
 EXIT_OK, EXIT_USAGE = 0, 2
 

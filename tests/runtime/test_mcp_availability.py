@@ -27,7 +27,7 @@ import pytest
 from toolcage.policies import McpServerConfig, Redactor
 from toolcage.policies._config import parse_config
 from toolcage.runtime import Runtime, ToolResult
-from toolcage.runtime._mcp_hub import McpHub
+from toolcage.runtime.mcp.servers._hub import McpHub
 
 from ..sidecar.conftest import give_to_sandbox, processes_running, scratch
 from .mcp_servers import server_entry

@@ -26,8 +26,8 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from toolcage.runtime import ProgressUpdate, Runtime, SafetyTier, ToolResult
-from toolcage.runtime._mcp_serve import serve_http
 from toolcage.runtime._tool import FunctionDecl, ToolExecutionContext
+from toolcage.runtime.mcp.serve._serve import serve_http
 
 from .test_cli import COMMAND, config, sleeping
 

@@ -33,13 +33,13 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from toolcage.policies import Principal
 
-from ._approval import Approval, ApprovalRequest
-from ._errors import PermissionDeniedError
-from ._host import ToolHost
-from ._mcp_annotations import annotations_for
-from ._result import ImageContent, TextContent, ToolResult
-from ._tool import ProgressUpdate, ToolCall, ToolExecutionContext
-from ._version import toolcage_version
+from ..._approval import Approval, ApprovalRequest
+from ..._errors import PermissionDeniedError
+from ..._host import ToolHost
+from ..._result import ImageContent, TextContent, ToolResult
+from ..._tool import ProgressUpdate, ToolCall, ToolExecutionContext
+from ..._version import toolcage_version
+from ._annotations import annotations_for
 
 DISPLAY_META = "toolcage/display"
 """The ``_meta`` key of a result's display line."""

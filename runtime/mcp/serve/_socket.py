@@ -35,7 +35,7 @@ from pathlib import Path
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from ._errors import UsageError
+from ..._errors import UsageError
 
 _logger = logging.getLogger("toolcage.mcp")
 _CRED = struct.Struct("3i")

@@ -13,7 +13,7 @@ credential (``NOTES_TOKEN``) are replaced first, since the redactor does not kno
 Such a server's tools are *unavailable*, not unknown: a call of one is an
 ``execution_error`` saying why, with ``retry_after``, and the server is started again after
 each delay of :func:`retry_delay` -- 1 s, doubling, at most :data:`RETRY_MOST` -- until it
-starts. A server disabled for going past one of its bounds (:mod:`._mcp_limits`) is not
+starts. A server disabled for going past one of its bounds (:mod:`._limits`) is not
 retried: it would do the same again.
 """
 
@@ -27,9 +27,9 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 from toolcage.policies import McpServerConfig, Redactor
 
-from ._errors import ToolExecutionError, UsageError
-from ._mcp_limits import McpLimitExceeded
-from ._mcp_stdio import ServerRun
+from ..._errors import ToolExecutionError, UsageError
+from ._limits import McpLimitExceeded
+from ._stdio import ServerRun
 
 RETRY_FIRST = 1.0
 """Seconds before the first new attempt to start a server that did not start."""

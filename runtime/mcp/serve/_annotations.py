@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import mcp_types as types
 
-from ._registry import ToolInfo
-from ._tool import SafetyTier
+from ..._registry import ToolInfo
+from ..._tool import SafetyTier
 
 _DESTRUCTIVE_VERBS = ("delete", "write", "edit", "clear", "update")
 """Name words of tools that remove or replace what exists."""

@@ -1,7 +1,7 @@
 """The servers of ``[[mcp.servers]]`` as a source of tools for a runtime.
 
 Built with the runtime (``Runtime.from_config``): every server is started and listed (see
-:mod:`._mcp_hub`), and the tools of those that started join the built-in tools. A server
+:mod:`._hub`), and the tools of those that started join the built-in tools. A server
 that did not start takes only itself down. Its tool names are not known yet, so its prefix
 (``SERVER__``) is *withheld* in the registry (:meth:`ToolRegistry.withhold`): a call of one
 of its tools is an ``execution_error`` saying why the server is not available and when it
@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 
 from toolcage.policies import ConfigError, Redactor, ToolcageConfig
 
-from ._mcp_client import McpConnection
-from ._mcp_hub import McpHub
-from ._mcp_tools import server_tools
-from ._tool import Tool
+from ..._tool import Tool
+from ._client import McpConnection
+from ._hub import McpHub
+from ._tools import server_tools
 
 if TYPE_CHECKING:
-    from ._host import ToolHost
+    from ..._host import ToolHost
 
 
 class McpServers:

@@ -10,7 +10,7 @@ operator's clients, whatever the address:
   refused -- on loopback too, where every local account connects -- unless the operator
   passes ``--unsafe-no-token``, which serves loopback only and logs a warning.
 - ``--socket PATH`` is the tokenless local choice: the kernel tells who connected, and
-  only the server's own uid is let in (:mod:`._mcp_socket`). A token, when set, is required
+  only the server's own uid is let in (:mod:`._socket`). A token, when set, is required
   there too.
 
 Over TCP, Host and Origin headers are checked against the bound address (DNS rebinding: a
@@ -40,10 +40,10 @@ import uvicorn
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 
-from ._errors import UsageError
-from ._host import ToolHost
-from ._mcp_server import build_server
-from ._mcp_socket import PeerCheckedH11, unix_listener
+from ..._errors import UsageError
+from ..._host import ToolHost
+from ._server import build_server
+from ._socket import PeerCheckedH11, unix_listener
 
 TOKEN_ENV = "TOOLCAGE_MCP_TOKEN"  # noqa: S105 (the variable's name, not a token)
 """The environment variable holding the bearer token of the HTTP transport."""

@@ -9,7 +9,7 @@ lists and the config check need every tool's name, schema and tier up front, and
 started then is the one the first call uses, so listing costs no second start. Servers
 start concurrently, and one that does not start takes only itself down: its failure is
 kept on its connection (:attr:`McpConnection.failure`), and once :meth:`McpHub.retry` is
-called it is started again after each delay of :func:`._mcp_unavailable.retry_delay` until
+called it is started again after each delay of :func:`._unavailable.retry_delay` until
 it starts; then ``on_ready`` registers its tools. The clock and the sleep the retries use
 are arguments, so a test can run the schedule without waiting for it.
 """
@@ -32,10 +32,10 @@ from anyio.abc import TaskGroup, TaskStatus
 from mcp import types
 from toolcage.policies import ConfigError, McpServerConfig, Redactor
 
-from ._errors import ToolExecutionError, UsageError
-from ._mcp_client import McpConnection
-from ._mcp_unavailable import retry_delay, unavailable
-from ._tool import ProgressCallback, ProgressUpdate
+from ..._errors import ToolExecutionError, UsageError
+from ..._tool import ProgressCallback, ProgressUpdate
+from ._client import McpConnection
+from ._unavailable import retry_delay, unavailable
 
 _logger = logging.getLogger("toolcage.mcp")
 _PROGRESS_BACKLOG = 64

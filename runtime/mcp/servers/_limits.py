@@ -1,10 +1,10 @@
 """The bounds on what a configured MCP server says, and what passing one costs it.
 
-The kernel holds a stdio server's processes to their rlimits (:mod:`._mcp_sandbox`). What
+The kernel holds a stdio server's processes to their rlimits (:mod:`._sandbox`). What
 a server *says* ends up in the runtime's own memory, so it is bounded as it arrives:
 
 ``message_bytes``
-    one message, a line on stdio, checked as it is read (:mod:`._mcp_stdio`): a longer
+    one message, a line on stdio, checked as it is read (:mod:`._stdio`): a longer
     one is never held whole;
 ``list_pages``
     the pages of one ``tools/list``: a server that answers every page with a
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from mcp import types
 from toolcage.policies import McpServerConfig
 
-from ._errors import ToolExecutionError
+from ..._errors import ToolExecutionError
 
 
 class McpLimitExceeded(Exception):

@@ -6,7 +6,7 @@ This transport speaks the same protocol -- one JSON-RPC message per line, each w
 reads at most ``max_bytes`` of a line: a server that goes past it is killed at once (the
 rest of the line is never read), ``too_large`` is told how much had arrived, and the
 session sees the connection end. The connection decides what that means for the server
-(:mod:`._mcp_limits`).
+(:mod:`._limits`).
 
 It also starts the server the way the sandbox needs: in a process group of its own, with
 stdin, stdout and stderr on pipes, and, when ``user`` is given, as that uid and gid with no

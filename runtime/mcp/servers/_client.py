@@ -2,22 +2,22 @@
 
 The SDK's client session lives inside ``async with`` blocks that must be entered and left
 by one task, while tool calls come from whichever task the host runs them in. So every
-session runs in one task of its own on the hub's private event loop (:mod:`._mcp_hub`),
+session runs in one task of its own on the hub's private event loop (:mod:`._hub`),
 and a call crosses to it and back.
 
 A call that fails because the server died, or that is cancelled or times out (the server
 may still be working on it), stops the server -- its whole process group -- and the next
 call starts it again. A server that exited between calls (killed, or ended by a limit) is
 noticed before the next call is sent -- its process is looked at, not only its pipe -- and
-started again for it. A start that fails says why (:mod:`._mcp_unavailable`).
+started again for it. A start that fails says why (:mod:`._unavailable`).
 
 ``notifications/tools/list_changed`` makes the session list the tools again (one listing
 at a time, however many notifications arrive, each bounded by the server's ``timeout``); a
 tool the server no longer offers is then refused without asking it.
 
-A stdio server is spoken to through :mod:`._mcp_stdio`, which bounds each message; its
-listings are bounded by :class:`._mcp_limits.ListingBounds`. A server past one of those
-bounds is stopped and disabled (:mod:`._mcp_limits` says why not restarted).
+A stdio server is spoken to through :mod:`._stdio`, which bounds each message; its
+listings are bounded by :class:`._limits.ListingBounds`. A server past one of those
+bounds is stopped and disabled (:mod:`._limits` says why not restarted).
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from toolcage.policies import McpServerConfig, Redactor
 
-from ._errors import ToolExecutionError
-from ._mcp_limits import ListingBounds, McpLimitExceeded, message_too_large
-from ._mcp_sandbox import server_argv, server_uid, unreachable
-from ._mcp_stdio import ServerRun, stdio_transport
-from ._mcp_unavailable import start_failure
+from ..._errors import ToolExecutionError
+from ._limits import ListingBounds, McpLimitExceeded, message_too_large
+from ._sandbox import server_argv, server_uid, unreachable
+from ._stdio import ServerRun, stdio_transport
+from ._unavailable import start_failure
 
 _logger = logging.getLogger("toolcage.mcp")
 

@@ -13,7 +13,7 @@ no setuid program gives any back), and sees of the host only::
 
 ``--die-with-parent`` ends the sandbox when the thread that started it ends (the MCP
 connections' thread, which lives as long as the runtime, or the process, if it dies), and
-the transport (:mod:`._mcp_stdio`) starts the server in a process group of its own, which
+the transport (:mod:`._stdio`) starts the server in a process group of its own, which
 it kills when the connection closes.
 Inside, ``bash`` applies the rlimits -- core files, processes, CPU seconds, data segment,
 open files -- and ``exec``s the server, so the limits bind every process it starts.
@@ -46,8 +46,8 @@ from pathlib import Path
 
 from toolcage.policies import McpServerConfig
 
+from ..._errors import UsageError
 from ._access import allows, unsearchable_parent
-from ._errors import UsageError
 
 _logger = logging.getLogger("toolcage.mcp")
 

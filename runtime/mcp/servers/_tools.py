@@ -34,11 +34,11 @@ from typing import Any
 from mcp import types
 from toolcage.policies import ConfigError, McpServerConfig
 
-from ._errors import ToolExecutionError, ToolNotFoundError
-from ._mcp_client import McpConnection
-from ._mcp_hub import McpHub
-from ._result import ContentBlock, ImageContent, TextContent, ToolResult
-from ._tool import TOOL_NAME, FunctionDecl, SafetyTier, Tool, ToolExecutionContext
+from ..._errors import ToolExecutionError, ToolNotFoundError
+from ..._result import ContentBlock, ImageContent, TextContent, ToolResult
+from ..._tool import TOOL_NAME, FunctionDecl, SafetyTier, Tool, ToolExecutionContext
+from ._client import McpConnection
+from ._hub import McpHub
 
 _logger = logging.getLogger("toolcage.mcp")
 
