@@ -64,22 +64,22 @@ from ._tool import (
 if _typing.TYPE_CHECKING:
     from ._channel import JsonLinesChannel
     from ._decorator import tool
-    from ._loop import StopReason, TurnResult, run_turn
-    from ._model_client import HttpModelClient, ModelAPIError
-    from ._scheduled_turns import ScheduledTurns
     from ._telemetry import ToolTelemetry
-    from .providers.base import UserMessage
+    from .agent._loop import StopReason, TurnResult, run_turn
+    from .agent._model_client import HttpModelClient, ModelAPIError
+    from .agent._scheduled_turns import ScheduledTurns
+    from .agent.providers.base import UserMessage
 
 _LAZY = {
-    "HttpModelClient": "._model_client",
+    "HttpModelClient": ".agent._model_client",
     "JsonLinesChannel": "._channel",
-    "ModelAPIError": "._model_client",
-    "ScheduledTurns": "._scheduled_turns",
-    "StopReason": "._loop",
+    "ModelAPIError": ".agent._model_client",
+    "ScheduledTurns": ".agent._scheduled_turns",
+    "StopReason": ".agent._loop",
     "ToolTelemetry": "._telemetry",
-    "TurnResult": "._loop",
-    "UserMessage": ".providers.base",
-    "run_turn": "._loop",
+    "TurnResult": ".agent._loop",
+    "UserMessage": ".agent.providers.base",
+    "run_turn": ".agent._loop",
     "tool": "._decorator",
 }
 """Exported names imported on first use, and the module each comes from."""

@@ -40,8 +40,8 @@ from ._security import SecurityCheck
 from ._tool import DEFAULT_CONTEXT, Tool, ToolCall, ToolExecutionContext
 
 if TYPE_CHECKING:
-    from ._model_client import ModelClient
     from ._telemetry import ToolTelemetry
+    from .agent._model_client import ModelClient
 
 
 class Runtime:
@@ -170,7 +170,9 @@ class Runtime:
             builtin_tools += mcp.tools
         delegate = None
         if models is not None and config.agents:
-            from ._delegate import DelegateToAgent  # the agent loop, only for hosts that use it
+            from .agent._delegate import (
+                DelegateToAgent,  # the agent loop, only for hosts that use it
+            )
 
             delegate = DelegateToAgent(config, models)
             builtin_tools.append(delegate)

@@ -29,11 +29,11 @@ from toolcage.policies._public import publish
 
 from ._approval import ApprovalPolicy
 from ._host import ToolHost
-from ._model_client import ModelClient
 from ._path_check import HasPathArguments
 from ._security import SecurityCheck
 from ._tool import DeclaresNeeds, Tool
-from .providers.base import ProviderAdapter, StreamDecoder
+from .agent._model_client import ModelClient
+from .agent.providers.base import ProviderAdapter, StreamDecoder
 
 __all__ = [
     "ApprovalPolicy",

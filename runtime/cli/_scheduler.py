@@ -4,7 +4,7 @@
 
 Fires the due schedules of the ``[state]`` store's file as agent turns on the named model
 (API key from ``$TOOLCAGE_MODEL_API_KEY``), under the ``[scheduler]`` budgets, each as the
-principal that created it (see :mod:`.._scheduled_turns`), with the ``[scheduler]`` lease,
+principal that created it (see :mod:`..agent._scheduled_turns`), with the ``[scheduler]`` lease,
 poll interval and concurrency. Each firing and each run's end is logged to stderr;
 notifications are the :class:`~.._channel.JsonLinesChannel`'s lines on stdout. SIGTERM or
 SIGINT stops it cleanly: runs in flight are cancelled and recorded failed, and it exits 0.
@@ -27,9 +27,9 @@ from toolcage.policies import ConfigError, ToolcageConfig, load_config
 
 from .._channel import JsonLinesChannel
 from .._errors import UsageError
-from .._model_client import HttpModelClient
 from .._runtime import Runtime
-from .._scheduled_turns import ScheduledTurns
+from ..agent._model_client import HttpModelClient
+from ..agent._scheduled_turns import ScheduledTurns
 
 API_KEY_ENV = "TOOLCAGE_MODEL_API_KEY"
 EXIT_OK, EXIT_USAGE = 0, 2

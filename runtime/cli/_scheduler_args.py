@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .._model_client import ADAPTERS
+from ..agent._model_client import ADAPTERS
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

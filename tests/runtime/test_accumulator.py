@@ -12,8 +12,8 @@ from toolcage.runtime import (
     ToolExecutionContext,
     UsageError,
 )
-from toolcage.runtime._accumulator import ToolCallAccumulator
-from toolcage.runtime._sse import ServerSentEvent, parse_sse
+from toolcage.runtime.agent._accumulator import ToolCallAccumulator
+from toolcage.runtime.agent._sse import ServerSentEvent, parse_sse
 from toolcage.runtime.providers import AnthropicAdapter, OpenAIChatAdapter
 
 from .sample_tools import echo

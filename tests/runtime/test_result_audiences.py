@@ -24,6 +24,7 @@ from toolcage.runtime import (
     tool,
 )
 from toolcage.runtime._result import ARTIFACTS_TRUNCATED
+from toolcage.runtime.agent.providers.base import details_text
 from toolcage.runtime.providers import (
     AnthropicAdapter,
     AssistantMessage,
@@ -35,7 +36,6 @@ from toolcage.runtime.providers import (
     ToolResultsMessage,
     UserMessage,
 )
-from toolcage.runtime.providers.base import details_text
 
 from .providers.samples import conforms
 from .test_cli import toolcage

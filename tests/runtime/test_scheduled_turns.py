@@ -22,7 +22,7 @@ from toolcage.host_bindings._scheduler import (
 from toolcage.host_bindings._scheduler._sqlite import EmbeddedScheduleStore
 from toolcage.runtime import HttpModelClient, Principal, Runtime, ToolExecutionContext, tool
 from toolcage.runtime._channel import JsonLinesChannel
-from toolcage.runtime._scheduled_turns import NOTHING_TO_REPORT, SYSTEM_PROMPT, ScheduledTurns
+from toolcage.runtime.agent._scheduled_turns import NOTHING_TO_REPORT, SYSTEM_PROMPT, ScheduledTurns
 
 from .fake_llm import API_KEY, MODEL, FakeModel, FakeModelServer, Reply
 

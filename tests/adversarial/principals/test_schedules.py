@@ -46,7 +46,7 @@ from toolcage.runtime import (
     tool,
 )
 from toolcage.runtime._channel import JsonLinesChannel
-from toolcage.runtime._scheduled_turns import ScheduledTurns
+from toolcage.runtime.agent._scheduled_turns import ScheduledTurns
 
 from ...host_bindings.store.libsql_server import LibsqlServer
 from ...runtime.fake_llm import API_KEY, MODEL, FakeModel, FakeModelServer, Reply

@@ -19,8 +19,8 @@ from anthropic.types import (
     ToolUseBlockParam,
 )
 from toolcage.runtime import ToolCall
+from toolcage.runtime.agent.providers.anthropic import THINKING
 from toolcage.runtime.providers import AnthropicAdapter, ModelRequest, UserMessage
-from toolcage.runtime.providers.anthropic import THINKING
 
 from .samples import CONVERSATION, DECLS, conforms
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from google.genai import types
 from toolcage.runtime import ToolCall
+from toolcage.runtime.agent.providers.gemini import GENERATED_ID_PREFIX
 from toolcage.runtime.providers import (
     AssistantMessage,
     GeminiAdapter,
@@ -17,7 +18,6 @@ from toolcage.runtime.providers import (
     UserMessage,
     gemini_schema,
 )
-from toolcage.runtime.providers.gemini import GENERATED_ID_PREFIX
 
 from .samples import AWKWARD, CONVERSATION, DECLS
 

@@ -6,7 +6,7 @@ write never overlaps anything, and results always go back in the model's call or
 
 Deferred approval. A call that needs an approver (a ``privileged`` tool the operator did
 not allow outright) does not hold the round up: its approval is asked at once
-(:meth:`~._approval.SafetyGate.decide_ahead`) while the other calls run as above, and it
+(:meth:`~.._approval.SafetyGate.decide_ahead`) while the other calls run as above, and it
 runs -- alone, in call order among its kind -- once they have finished and it has its
 answer. Its start event therefore follows theirs; its result still goes back in its place.
 
@@ -32,11 +32,11 @@ from typing import Any, TypeVar
 import anyio
 from toolcage.policies import LoopLimits
 
-from ._arguments import decode_arguments
-from ._errors import ErrorKind, ToolCancelledError, ToolError, ToolNotFoundError
-from ._host import ToolHost
-from ._result import ToolResult
-from ._tool import SafetyTier, Tool, ToolCall, ToolExecutionContext
+from .._arguments import decode_arguments
+from .._errors import ErrorKind, ToolCancelledError, ToolError, ToolNotFoundError
+from .._host import ToolHost
+from .._result import ToolResult
+from .._tool import SafetyTier, Tool, ToolCall, ToolExecutionContext
 from .providers.base import ToolOutcome
 
 T = TypeVar("T")

@@ -52,15 +52,15 @@ from dataclasses import dataclass, field
 import anyio
 from toolcage.policies import LoopLimits
 
-from ._bounds import bound_result
+from .._bounds import bound_result
+from .._errors import ErrorKind, ToolError, ToolNotFoundError, UsageError
+from .._host import ToolHost
+from .._result import TextContent, ToolResult
+from .._schema_messages import schema_excerpt
+from .._tool import DEFAULT_CONTEXT, FunctionDecl, ToolExecutionContext
 from ._conversation import record_turn
-from ._errors import ErrorKind, ToolError, ToolNotFoundError, UsageError
-from ._host import ToolHost
 from ._model_client import ModelClient
-from ._result import TextContent, ToolResult
 from ._round import Sleep, execute_round, timestamp, unless_aborted
-from ._schema_messages import schema_excerpt
-from ._tool import DEFAULT_CONTEXT, FunctionDecl, ToolExecutionContext
 from .providers.base import (
     Message,
     ModelRequest,

@@ -27,9 +27,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .._markers import DETAILS
-from .._result import ToolResult
-from .._tool import FunctionDecl, ToolCall
+from ..._markers import DETAILS
+from ..._result import ToolResult
+from ..._tool import FunctionDecl, ToolCall
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,23 +1,26 @@
-"""Provider adapters: one wire format each, behind :class:`ProviderAdapter`."""
+"""Provider adapters: one wire format each, behind :class:`ProviderAdapter`.
 
-from toolcage.policies._public import publish
+The public names of :mod:`toolcage.runtime.agent.providers`, where the adapters live beside
+the agent loop that uses them.
+"""
 
-from .anthropic import AnthropicAdapter
-from .base import (
+from .agent.providers import (
+    AnthropicAdapter,
     AssistantMessage,
+    GeminiAdapter,
     Message,
     ModelRequest,
     ModelResponse,
+    OpenAIChatAdapter,
+    OpenAIResponsesAdapter,
     ProviderAdapter,
     StreamDecoder,
     ToolOutcome,
     ToolResultsMessage,
     Usage,
     UserMessage,
+    gemini_schema,
 )
-from .gemini import GeminiAdapter, gemini_schema
-from .openai_chat import OpenAIChatAdapter
-from .openai_responses import OpenAIResponsesAdapter
 
 __all__ = [
     "AnthropicAdapter",
@@ -36,6 +39,3 @@ __all__ = [
     "UserMessage",
     "gemini_schema",
 ]
-
-publish(globals(), __all__)
-del publish

@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..._result import ImageContent
+from ..._tool import FunctionDecl, ToolCall
 from .._accumulator import ToolCallAccumulator
-from .._result import ImageContent
-from .._tool import FunctionDecl, ToolCall
 from .base import (
     AssistantMessage,
     ModelRequest,

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..._result import ImageContent, TextContent
+from ..._tool import FunctionDecl, ToolCall
 from .._accumulator import ToolCallAccumulator
-from .._result import ImageContent, TextContent
-from .._tool import FunctionDecl, ToolCall
 from .base import (
     AssistantMessage,
     ModelRequest,

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 import anyio
 from toolcage.host_bindings import StateServices
 
-from ._threads import run_in_worker
-from ._tool import ToolExecutionContext
+from .._threads import run_in_worker
+from .._tool import ToolExecutionContext
 from .providers.base import Message, UserMessage
 
 logger = logging.getLogger("toolcage")

@@ -18,11 +18,11 @@ tool's own timeout (``[tools.delegate_to_agent] timeout``) bounds the whole nest
 Session kind. The delegate runs as the profile's ``session`` kind: a ``branch`` by default
 (what it sends with ``send_media`` or ``send_message`` goes to the delegating session's
 channel), or a ``worker`` (read-only: no channel, no state store, no writes; see
-:class:`~._tool.SessionKind`). Its context records the chain of sessions above it, so an
-approval it needs goes up to the first of them that has a channel (see :mod:`._approval`).
+:class:`~.._tool.SessionKind`). Its context records the chain of sessions above it, so an
+approval it needs goes up to the first of them that has a channel (see :mod:`.._approval`).
 What it sent reached the user already; the result lists the media beside its answer.
 
-The result speaks to both audiences (see :mod:`._result`): its details are what the caller
+The result speaks to both audiences (see :mod:`.._result`): its details are what the caller
 decides on -- how the nested turn stopped, its rounds, calls and failed calls, cost and
 tokens --, its display line says so for a person ("Delegated to researcher: completed after
 2 rounds (1 call)"), and its artifacts are those of the nested turn's successful calls, a
@@ -44,17 +44,17 @@ from typing import Any
 
 from toolcage.policies import AgentConfig, LoopLimits, SessionKind, ToolcageConfig
 
-from ._errors import (
+from .._errors import (
     PermissionDeniedError,
     ToolExecutionError,
     ToolValidationError,
     UsageError,
 )
-from ._host import ToolHost
+from .._host import ToolHost
+from .._result import ARTIFACTS_TRUNCATED, Artifact, ToolResult
+from .._tool import FunctionDecl, SafetyTier, ToolExecutionContext
 from ._loop import TurnResult, run_turn
 from ._model_client import ModelAPIError, ModelClient
-from ._result import ARTIFACTS_TRUNCATED, Artifact, ToolResult
-from ._tool import FunctionDecl, SafetyTier, ToolExecutionContext
 from .providers.base import ToolOutcome, UserMessage
 
 NAME = "delegate_to_agent"

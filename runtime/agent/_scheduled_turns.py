@@ -37,10 +37,10 @@ from dataclasses import dataclass
 from toolcage.host_bindings._scheduler import TurnOutcome, TurnRequest
 from toolcage.policies import LoopLimits
 
-from ._host import ToolHost
+from .._host import ToolHost
+from .._tool import ToolExecutionContext
 from ._loop import StopReason, run_turn
 from ._model_client import ModelClient
-from ._tool import ToolExecutionContext
 from .providers.base import UserMessage
 
 NOTHING_TO_REPORT = "NOTHING TO REPORT"

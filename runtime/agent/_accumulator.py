@@ -28,8 +28,8 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._errors import UsageError
-from ._tool import ToolCall
+from .._errors import UsageError
+from .._tool import ToolCall
 
 
 @dataclass(slots=True)
