@@ -28,7 +28,6 @@ from toolcage.policies import (
 from toolcage.policies._public import publish as _publish
 
 from ._approval import Approval, ApprovalRequest, CallbackApproval
-from ._audit import AuditHandler
 from ._errors import (
     ErrorKind,
     PermissionDeniedError,
@@ -60,15 +59,16 @@ from ._tool import (
     ToolCall,
     ToolExecutionContext,
 )
+from .observe import AuditHandler
 
 if _typing.TYPE_CHECKING:
     from ._channel import JsonLinesChannel
     from ._decorator import tool
-    from ._telemetry import ToolTelemetry
     from .agent._loop import StopReason, TurnResult, run_turn
     from .agent._model_client import HttpModelClient, ModelAPIError
     from .agent._scheduled_turns import ScheduledTurns
     from .agent.providers.base import UserMessage
+    from .observe._telemetry import ToolTelemetry
 
 _LAZY = {
     "HttpModelClient": ".agent._model_client",
@@ -76,7 +76,7 @@ _LAZY = {
     "ModelAPIError": ".agent._model_client",
     "ScheduledTurns": ".agent._scheduled_turns",
     "StopReason": ".agent._loop",
-    "ToolTelemetry": "._telemetry",
+    "ToolTelemetry": ".observe._telemetry",
     "TurnResult": ".agent._loop",
     "UserMessage": ".agent.providers.base",
     "run_turn": ".agent._loop",

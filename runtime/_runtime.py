@@ -26,11 +26,9 @@ from toolcage.policies import (
 from toolcage.policies._log_redaction import redact_logs
 
 from ._approval import ApprovalPolicy, SafetyGate
-from ._audit import AuditHandler
 from ._builtins import load_builtins
 from ._config_check import check_config
 from ._hooks import Hooks
-from ._observers import observation_for
 from ._output_store import OutputStore
 from ._pipeline import ToolPipeline
 from ._rate_limit_step import RateLimitStep, check_byte_quotas, rate_limiter
@@ -38,10 +36,12 @@ from ._registry import ToolRegistry
 from ._result import ToolResult
 from ._security import SecurityCheck
 from ._tool import DEFAULT_CONTEXT, Tool, ToolCall, ToolExecutionContext
+from .observe import AuditHandler
+from .observe._observers import observation_for
 
 if TYPE_CHECKING:
-    from ._telemetry import ToolTelemetry
     from .agent._model_client import ModelClient
+    from .observe._telemetry import ToolTelemetry
 
 
 class Runtime:

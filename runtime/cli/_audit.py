@@ -26,7 +26,7 @@ from typing import IO, Any
 
 from toolcage.policies import ConfigError, load_config
 
-from .._audit._sinks import log_files, rotated
+from ..observe._sinks import log_files, rotated
 
 EXIT_OK, EXIT_NO_MATCH, EXIT_USAGE = 0, 1, 2
 FOLLOW_POLL_SECONDS = 0.2

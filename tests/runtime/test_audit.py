@@ -27,8 +27,8 @@ from toolcage.runtime import (
     ToolExecutionStart,
     tool,
 )
-from toolcage.runtime._audit import AuditLog
-from toolcage.runtime._audit._log import CLOSE_TIMEOUT
+from toolcage.runtime.observe import AuditLog
+from toolcage.runtime.observe._log import CLOSE_TIMEOUT
 from toolcage.wasm_tools.build import build_cached
 
 from ..host_bindings.servers import serving

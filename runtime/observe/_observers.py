@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from toolcage.policies import Redactor, ToolcageConfig
 
-from ._audit import AuditHandler, AuditLog, audit_log
-from ._observe import CallObserver, Observation
+from .._observe import CallObserver, Observation
+from . import AuditHandler, AuditLog, audit_log
 
 if TYPE_CHECKING:
     from ._telemetry import ToolTelemetry

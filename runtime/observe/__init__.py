@@ -1,4 +1,11 @@
-"""The audit log of tool calls: records, redaction, sinks, the writer, the CLI reader."""
+"""What watches calls, behind the core's :class:`~toolcage.runtime._observe.CallObserver`
+seam: the audit log (:mod:`._log`, :mod:`._records`, :mod:`._sinks`; ``toolcage audit`` reads
+it) and OpenTelemetry (:mod:`._telemetry`, imported only when configured);
+:func:`~._observers.observation_for` puts together what a config asks for.
+
+The seam itself (``_observe``) stays in the core, which calls it on every call. This package
+imports the core only, and nothing of it but the assembly (``_runtime``) and the CLI.
+"""
 
 from __future__ import annotations
 

@@ -40,8 +40,8 @@ from opentelemetry import metrics as otel_metrics
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanContext, SpanKind, Status, StatusCode
 
-from ._observe import CallObserver, CallTrace
-from ._version import toolcage_version
+from .._observe import CallObserver, CallTrace
+from .._version import toolcage_version
 
 
 class ToolTelemetry(CallObserver):
