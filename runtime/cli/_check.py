@@ -49,7 +49,7 @@ from toolcage.policies import ConfigError, EgressPolicy, HostTemplate, ShellMode
 
 from .._errors import ToolError, UsageError
 from .._runtime import Runtime
-from .._shell_tool import ShellExecTool, call_sidecar
+from ..shell import ShellExecTool, call_sidecar
 from ..wasm import LinkError, WasmTool
 
 BWRAP_PROBE = ("--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true")

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from toolcage.runtime import Runtime
-from toolcage.runtime._shell_tool import render
+from toolcage.runtime.shell import render
 
 from ..sidecar.conftest import make_workspace
 from .test_shell_tool import shell_config

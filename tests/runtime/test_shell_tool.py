@@ -15,7 +15,7 @@ import pytest
 from toolcage.policies import ShellPolicy, ToolcageConfig
 from toolcage.policies._config import parse_config
 from toolcage.runtime import Runtime, SafetyTier, ToolExecutionContext, ToolResult
-from toolcage.runtime._shell_tool import ShellExecTool
+from toolcage.runtime.shell import ShellExecTool
 
 from ..sidecar.conftest import make_workspace
 
