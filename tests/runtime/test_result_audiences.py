@@ -37,9 +37,9 @@ from toolcage.runtime.providers import (
     UserMessage,
 )
 
-from .providers.samples import conforms
-from .test_cli import toolcage
-from .test_mcp_server import stdio_session, text_of
+from .agent.providers.samples import conforms
+from .cli.test_cli import toolcage
+from .mcp.serve.test_mcp_server import stdio_session, text_of
 
 pytestmark = pytest.mark.anyio
 

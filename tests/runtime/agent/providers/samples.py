@@ -16,7 +16,7 @@ from toolcage.runtime.providers import (
     UserMessage,
 )
 
-from ..sample_tools import describe, echo
+from ...sample_tools import describe, echo
 
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 import pytest
 
-from ..sidecar.conftest import make_workspace
+from ...sidecar.conftest import make_workspace
 
 COMMAND = [sys.executable, "-m", "toolcage.runtime"]
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from toolcage.runtime import Runtime
 
-from ..wasm_tools._tmpfs import tmpfs
+from ...wasm_tools._tmpfs import tmpfs
 from .test_audit import HOST_TOOLS, until, write_config
 
 pytestmark = pytest.mark.anyio

@@ -16,7 +16,7 @@ from toolcage.runtime.agent._accumulator import ToolCallAccumulator
 from toolcage.runtime.agent._sse import ServerSentEvent, parse_sse
 from toolcage.runtime.providers import AnthropicAdapter, OpenAIChatAdapter
 
-from .sample_tools import echo
+from ..sample_tools import echo
 
 STREAMS = Path(__file__).parent / "streams"
 

@@ -29,7 +29,7 @@ from toolcage.runtime import ProgressUpdate, Runtime, SafetyTier, ToolResult
 from toolcage.runtime._tool import FunctionDecl, ToolExecutionContext
 from toolcage.runtime.mcp.serve._serve import serve_http
 
-from .test_cli import COMMAND, config, sleeping
+from ...cli.test_cli import COMMAND, config, sleeping
 
 pytestmark = pytest.mark.anyio
 

@@ -24,7 +24,7 @@ from toolcage.runtime import HttpModelClient, Principal, Runtime, ToolExecutionC
 from toolcage.runtime._channel import JsonLinesChannel
 from toolcage.runtime.agent._scheduled_turns import NOTHING_TO_REPORT, SYSTEM_PROMPT, ScheduledTurns
 
-from .fake_llm import API_KEY, MODEL, FakeModel, FakeModelServer, Reply
+from ..fake_llm import API_KEY, MODEL, FakeModel, FakeModelServer, Reply
 
 pytestmark = pytest.mark.anyio
 

@@ -29,8 +29,8 @@ from toolcage.policies._config import parse_config
 from toolcage.runtime import Runtime, ToolResult
 from toolcage.runtime.mcp.servers._hub import McpHub
 
-from ..sidecar.conftest import give_to_sandbox, processes_running, scratch
-from .mcp_servers import server_entry
+from ....sidecar.conftest import give_to_sandbox, processes_running, scratch
+from ...mcp_servers import server_entry
 
 pytestmark = pytest.mark.anyio
 
@@ -123,7 +123,7 @@ class TestContainment:
             assert [d.name for d in runtime.registry.declarations("helper")] == ["get_current_time"]
 
     async def test_a_server_disabled_at_its_start_is_not_retried(self, tmp_path: Path) -> None:
-        listing = Path(__file__).parents[1] / "adversarial" / "mcp_servers" / "listing.py"
+        listing = Path(__file__).parents[3] / "adversarial" / "mcp_servers" / "listing.py"
         entry = server_entry("listing", listing, "endless", "start", list_pages=3)
         async with make_runtime(tmp_path, entry) as runtime:
             kind, message, details = error_of(await runtime.execute("listing__echo", {}))

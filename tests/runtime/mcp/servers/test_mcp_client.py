@@ -27,8 +27,8 @@ from toolcage.runtime import (
     ToolResult,
 )
 
-from ..sidecar.conftest import scratch
-from .mcp_servers import SERVERS, runtime_dirs, server_entry
+from ....sidecar.conftest import scratch
+from ...mcp_servers import SERVERS, runtime_dirs, server_entry
 
 pytestmark = pytest.mark.anyio
 

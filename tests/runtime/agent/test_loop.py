@@ -38,7 +38,7 @@ from toolcage.runtime import (
 )
 from toolcage.runtime.providers import ToolResultsMessage, UserMessage
 
-from .fake_llm import API_KEY, MODEL, PROVIDERS, FakeModel, FakeModelServer, Reply, tool_results
+from ..fake_llm import API_KEY, MODEL, PROVIDERS, FakeModel, FakeModelServer, Reply, tool_results
 
 PIXEL = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"

@@ -17,7 +17,7 @@ from toolcage.policies._config import parse_config
 from toolcage.runtime import Runtime, SafetyTier, ToolExecutionContext, ToolResult
 from toolcage.runtime.shell import ShellExecTool
 
-from ..sidecar.conftest import make_workspace
+from ...sidecar.conftest import make_workspace
 
 pytestmark = pytest.mark.anyio
 

@@ -12,7 +12,7 @@ import pytest
 from toolcage.host_bindings import MessageKind
 from toolcage.runtime import SessionKind, ToolExecutionContext, UserMessage, run_turn
 
-from .fake_llm import Reply
+from ..fake_llm import Reply
 from .test_delegate import CTX, PNG, call, delegate, messages, team_in
 
 pytestmark = pytest.mark.anyio

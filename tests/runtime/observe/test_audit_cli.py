@@ -13,8 +13,8 @@ from typing import IO, Any
 
 import pytest
 
+from ..cli.test_cli import COMMAND, default_sigint, toolcage
 from .test_audit import MOUNTS
-from .test_cli import COMMAND, default_sigint, toolcage
 
 WRITER = Path(__file__).with_name("audit_writer.py")
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ..sidecar.conftest import make_workspace
+from ...sidecar.conftest import make_workspace
 from .test_cli import toolcage
 
 CRASHING_CLI = '''

@@ -20,9 +20,9 @@ import pytest
 from toolcage.policies._config import parse_config
 from toolcage.runtime import Runtime, ToolResult
 
-from ..sidecar.conftest import scratch
-from ..test_readme import blocks
-from .mcp_servers.installed import NODE, npm_prefix, pypi_venv
+from ....sidecar.conftest import scratch
+from ....test_readme import blocks
+from ...mcp_servers.installed import NODE, npm_prefix, pypi_venv
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(900)]
 

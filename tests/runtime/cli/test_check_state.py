@@ -13,7 +13,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from ..host_bindings.store.disks import NOBODY, needs_root, read_only_view, toolcage_as
+from ...host_bindings.store.disks import NOBODY, needs_root, read_only_view, toolcage_as
 from .test_cli import toolcage
 
 PAGE = 4096

@@ -22,8 +22,8 @@ from toolcage.runtime import (
 )
 from toolcage.runtime.providers import UserMessage
 
-from ..host_bindings.store.libsql_server import LibsqlServer
-from .fake_llm import API_KEY, MODEL, FakeModel, FakeModelServer, Reply
+from ...host_bindings.store.libsql_server import LibsqlServer
+from ..fake_llm import API_KEY, MODEL, FakeModel, FakeModelServer, Reply
 
 pytestmark = pytest.mark.anyio
 

@@ -33,7 +33,7 @@ from toolcage.runtime import (
 )
 from toolcage.runtime.providers import UserMessage
 
-from .fake_llm import API_KEY, MODEL, PROVIDERS, FakeModel, FakeModelServer, Reply, tool_results
+from ..fake_llm import API_KEY, MODEL, PROVIDERS, FakeModel, FakeModelServer, Reply, tool_results
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,7 @@ import pytest
 from toolcage.runtime import Runtime
 from toolcage.runtime.shell import render
 
-from ..sidecar.conftest import make_workspace
+from ...sidecar.conftest import make_workspace
 from .test_shell_tool import shell_config
 
 pytestmark = pytest.mark.anyio

@@ -31,13 +31,13 @@ from toolcage.runtime.observe import AuditLog
 from toolcage.runtime.observe._log import CLOSE_TIMEOUT
 from toolcage.wasm_tools.build import build_cached
 
-from ..host_bindings.servers import serving
-from .wasm.guest_tools import add_guest
+from ...host_bindings.servers import serving
+from ..wasm.guest_tools import add_guest
 
 pytestmark = pytest.mark.anyio
 
-HOG = Path(__file__).parent / "wasm" / "guests" / "hog.c"
-SPIN = Path(__file__).parent / "wasm" / "guests" / "spin.c"
+HOG = Path(__file__).parents[1] / "wasm" / "guests" / "hog.c"
+SPIN = Path(__file__).parents[1] / "wasm" / "guests" / "spin.c"
 MOUNTS = (
     '[[mounts.areas]]\nhost = "workspace"\nguest = "/workspace"\ncreate = true\n'
     'tiers = { read_only = "ro", side_effecting = "rw" }\n'

@@ -30,7 +30,7 @@ from toolcage.runtime import (
     tool,
 )
 
-from .fake_llm import API_KEY, MODEL, FakeModel, FakeModelServer, Reply
+from ..fake_llm import API_KEY, MODEL, FakeModel, FakeModelServer, Reply
 
 pytestmark = pytest.mark.anyio
 

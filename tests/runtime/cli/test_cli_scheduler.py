@@ -22,7 +22,7 @@ from toolcage.host_bindings._scheduler._sqlite import EmbeddedScheduleStore
 from toolcage.host_bindings._scheduler._tables import LEASE_EXPIRED
 from toolcage.policies import Principal
 
-from .fake_llm import API_KEY, MODEL, FakeModel, FakeModelServer, Reply
+from ..fake_llm import API_KEY, MODEL, FakeModel, FakeModelServer, Reply
 
 COMMAND = [sys.executable, "-m", "toolcage.runtime", "scheduler"]
 GOAL = "Count the new posts on the team feed"

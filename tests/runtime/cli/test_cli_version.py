@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from ..mcp.serve.test_mcp_server import stdio_session
 from .test_cli import toolcage
-from .test_mcp_server import stdio_session
 
 VERSION = version("toolcage")
 MARKUP = re.compile(r"``|`|:(?:class|func|meth|mod|data|attr|exc|ref):|\.\. \w+::|^::$", re.M)
