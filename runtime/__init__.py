@@ -6,7 +6,10 @@ What an embedder needs is importable from here::
 
 The seams to plug into (:class:`~toolcage.runtime.abc.Tool`, security checks, approval
 policies, model clients, ...) are in :mod:`toolcage.runtime.abc`; provider wire formats in
-:mod:`toolcage.runtime.providers`. Everything else lives in private modules.
+:mod:`toolcage.runtime.providers`. Everything else is private: the pipeline core in this
+folder's modules, and the parts in folders of their own -- ``wasm/`` and ``shell/`` (tool
+kinds), ``agent/`` (the loop, model clients, provider formats), ``observe/`` (audit,
+telemetry), ``mcp/`` (servers as tools; serving the runtime) and ``cli/`` (the command).
 
 The agent loop, the model client, the provider formats and ``@tool`` are imported on first
 use of their names (:pep:`562`), so a host that only runs tools does not load what they
