@@ -31,12 +31,13 @@ wasm: $(VENV)/.installed ## build the WASI guest tools with the pinned zig (cach
 test: install system-deps wasm ## set everything up and run the test suite
 	$(BIN)/pytest $(if $(TESTS),-k "$(TESTS)") $(PYTEST_ARGS)
 
-lint: install ## ruff and mypy --strict
+lint: install ## ruff, the import contracts ([tool.importlinter]) and mypy --strict
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	@# mypy sees the folders under their import names through a tree of links
+	@# mypy and lint-imports see the folders under their import names through a tree of links
 	@mkdir -p .typecheck/toolcage
 	@for pkg in runtime policies host_bindings sidecar wasm_tools; do ln -sfn ../../$$pkg .typecheck/toolcage/$$pkg; done
+	PYTHONPATH=.typecheck $(BIN)/lint-imports --no-cache --no-logo
 	$(BIN)/mypy -p toolcage.runtime -p toolcage.policies -p toolcage.host_bindings -p toolcage.sidecar -p toolcage.wasm_tools
 	$(BIN)/mypy tests build_backend.py
 
@@ -44,7 +45,7 @@ bench: install system-deps wasm ## measure the pipeline, the sandbox and the she
 	$(BIN)/python tests/bench/run.py
 
 demo: install system-deps wasm ## run toolcage's main job on the embedded default config
-	$(BIN)/python -m toolcage.runtime.demo
+	$(BIN)/python -m toolcage.runtime.cli.demo
 
 clean: ## remove the venv, caches and built guests
 	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache

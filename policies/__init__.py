@@ -30,7 +30,8 @@ from ._host_template import HostTemplate
 from ._images import ImagesConfig
 from ._limits import ToolLimits, ToolLimitsTable
 from ._mcp import McpConfig, McpServerConfig
-from ._mounts import GrantedMount, MountArea, MountError, MountPolicy, MountsConfig
+from ._mount_areas import MountArea, MountError, MountsConfig
+from ._mounts import GrantedMount, MountPolicy
 from ._paths import PathPolicyViolation, canonical_guest_path
 from ._principal import (
     ApprovalScope,

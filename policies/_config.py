@@ -26,7 +26,7 @@ from ._egress import EgressConfig
 from ._guest_tools import GuestToolsConfig
 from ._images import ImagesConfig
 from ._mcp import McpConfig
-from ._mounts import MountsConfig
+from ._mount_areas import MountsConfig
 from ._principal import ApprovalScope
 from ._rate_limits import RateLimits
 from ._scheduler import SchedulerConfig

@@ -6,7 +6,10 @@ What an embedder needs is importable from here::
 
 The seams to plug into (:class:`~toolcage.runtime.abc.Tool`, security checks, approval
 policies, model clients, ...) are in :mod:`toolcage.runtime.abc`; provider wire formats in
-:mod:`toolcage.runtime.providers`. Everything else lives in private modules.
+:mod:`toolcage.runtime.providers`. Everything else is private: the pipeline core in this
+folder's modules, and the parts in folders of their own -- ``wasm/`` and ``shell/`` (tool
+kinds), ``agent/`` (the loop, model clients, provider formats), ``observe/`` (audit,
+telemetry), ``mcp/`` (servers as tools; serving the runtime) and ``cli/`` (the command).
 
 The agent loop, the model client, the provider formats and ``@tool`` are imported on first
 use of their names (:pep:`562`), so a host that only runs tools does not load what they
@@ -28,7 +31,6 @@ from toolcage.policies import (
 from toolcage.policies._public import publish as _publish
 
 from ._approval import Approval, ApprovalRequest, CallbackApproval
-from ._audit import AuditHandler
 from ._errors import (
     ErrorKind,
     PermissionDeniedError,
@@ -60,26 +62,27 @@ from ._tool import (
     ToolCall,
     ToolExecutionContext,
 )
+from .observe import AuditHandler
 
 if _typing.TYPE_CHECKING:
     from ._channel import JsonLinesChannel
     from ._decorator import tool
-    from ._loop import StopReason, TurnResult, run_turn
-    from ._model_client import HttpModelClient, ModelAPIError
-    from ._scheduled_turns import ScheduledTurns
-    from ._telemetry import ToolTelemetry
-    from .providers.base import UserMessage
+    from .agent._loop import StopReason, TurnResult, run_turn
+    from .agent._model_client import HttpModelClient, ModelAPIError
+    from .agent._scheduled_turns import ScheduledTurns
+    from .agent.providers.base import UserMessage
+    from .observe._telemetry import ToolTelemetry
 
 _LAZY = {
-    "HttpModelClient": "._model_client",
+    "HttpModelClient": ".agent._model_client",
     "JsonLinesChannel": "._channel",
-    "ModelAPIError": "._model_client",
-    "ScheduledTurns": "._scheduled_turns",
-    "StopReason": "._loop",
-    "ToolTelemetry": "._telemetry",
-    "TurnResult": "._loop",
-    "UserMessage": ".providers.base",
-    "run_turn": "._loop",
+    "ModelAPIError": ".agent._model_client",
+    "ScheduledTurns": ".agent._scheduled_turns",
+    "StopReason": ".agent._loop",
+    "ToolTelemetry": ".observe._telemetry",
+    "TurnResult": ".agent._loop",
+    "UserMessage": ".agent.providers.base",
+    "run_turn": ".agent._loop",
     "tool": "._decorator",
 }
 """Exported names imported on first use, and the module each comes from."""

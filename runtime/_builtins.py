@@ -20,8 +20,8 @@ from toolcage.policies import MountPolicy, SecretPolicy, ToolcageConfig, ToolLim
 from ._output_store import OutputStore, ToolOutputRead
 from ._path_check import PathCheck
 from ._security import SecurityCheck
-from ._shell_tool import shell_builtins
 from ._tool import Tool
+from .shell import shell_builtins
 from .wasm import state_services, wasm_builtins
 
 

@@ -38,7 +38,7 @@ from collections.abc import Collection, Iterator
 
 from toolcage.policies import ConfigError, HostTemplate, MountArea, ShellMode, ToolcageConfig
 from toolcage.policies._host_template import may_overlap
-from toolcage.policies._mounts import overlap_message
+from toolcage.policies._mount_areas import overlap_message
 from toolcage.policies._rate_limits import CLASSES as RATE_LIMIT_CLASSES
 
 

@@ -36,7 +36,7 @@ overrides it, and a bad value is a :class:`UsageError` here (see :mod:`._concurr
 ``@tool(client_side=True)`` declares a tool the host's own client runs (a browser action, a
 device's sensor): the function only declares it, its body never runs; a call is validated
 and answered with a ``pending`` result naming its call id, and ``run_turn`` stops until the
-host gives the results (see :mod:`._loop`).
+host gives the results (see :mod:`.agent._loop`).
 """
 
 from __future__ import annotations

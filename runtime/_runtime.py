@@ -26,24 +26,22 @@ from toolcage.policies import (
 from toolcage.policies._log_redaction import redact_logs
 
 from ._approval import ApprovalPolicy, SafetyGate
-from ._audit import AuditHandler
 from ._builtins import load_builtins
 from ._config_check import check_config
 from ._hooks import Hooks
-from ._observers import observation_for
 from ._output_store import OutputStore
 from ._pipeline import ToolPipeline
 from ._rate_limit_step import RateLimitStep, check_byte_quotas, rate_limiter
 from ._registry import ToolRegistry
 from ._result import ToolResult
 from ._security import SecurityCheck
-from ._tool import Tool, ToolCall, ToolExecutionContext
+from ._tool import DEFAULT_CONTEXT, Tool, ToolCall, ToolExecutionContext
+from .observe import AuditHandler
+from .observe._observers import observation_for
 
 if TYPE_CHECKING:
-    from ._model_client import ModelClient
-    from ._telemetry import ToolTelemetry
-
-DEFAULT_CONTEXT = ToolExecutionContext()
+    from .agent._model_client import ModelClient
+    from .observe._telemetry import ToolTelemetry
 
 
 class Runtime:
@@ -166,13 +164,15 @@ class Runtime:
         )
         mcp = None
         if config.mcp.servers:
-            from ._mcp_servers import McpServers  # the MCP SDK, only for configs that use it
+            from .mcp.servers import McpServers  # the MCP SDK, only for configs that use it
 
             mcp = McpServers(config, stack, redactor)
             builtin_tools += mcp.tools
         delegate = None
         if models is not None and config.agents:
-            from ._delegate import DelegateToAgent  # the agent loop, only for hosts that use it
+            from .agent._delegate import (
+                DelegateToAgent,  # the agent loop, only for hosts that use it
+            )
 
             delegate = DelegateToAgent(config, models)
             builtin_tools.append(delegate)

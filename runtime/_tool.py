@@ -258,6 +258,10 @@ def _fill(
     setattr_(ctx, "metadata", metadata)
 
 
+DEFAULT_CONTEXT = ToolExecutionContext()
+"""The context of a call made without one: the default principal, no attachments."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """A model's request to run a tool."""

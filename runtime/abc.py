@@ -13,6 +13,8 @@
 :class:`HostBinding`   a capability linked into a WASI guest (``http``, ``clock``, ...)
 :class:`Channel`       where messages to the user go: scheduled runs' notifications, media
                        (:class:`~toolcage.runtime._channel.JsonLinesChannel` prints them)
+:class:`ToolHost`      a runtime as the agent loop, delegation, scheduled turns and the
+                       MCP server use it (:class:`~toolcage.runtime.Runtime` is one)
 :class:`TurnRunner`    what runs a scheduled goal for the scheduler: a
                        :class:`~toolcage.runtime.TurnRequest` in, a
                        :class:`~toolcage.runtime.TurnOutcome` out
@@ -26,11 +28,12 @@ from toolcage.host_bindings import Channel, HostBinding, TurnRunner
 from toolcage.policies._public import publish
 
 from ._approval import ApprovalPolicy
-from ._model_client import ModelClient
+from ._host import ToolHost
 from ._path_check import HasPathArguments
 from ._security import SecurityCheck
 from ._tool import DeclaresNeeds, Tool
-from .providers.base import ProviderAdapter, StreamDecoder
+from .agent._model_client import ModelClient
+from .agent.providers.base import ProviderAdapter, StreamDecoder
 
 __all__ = [
     "ApprovalPolicy",
@@ -43,6 +46,7 @@ __all__ = [
     "SecurityCheck",
     "StreamDecoder",
     "Tool",
+    "ToolHost",
     "TurnRunner",
 ]
 

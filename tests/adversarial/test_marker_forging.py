@@ -41,6 +41,7 @@ from toolcage.runtime import (
     run_turn,
     tool,
 )
+from toolcage.runtime.agent.providers.base import details_text
 from toolcage.runtime.providers import (
     AnthropicAdapter,
     ModelRequest,
@@ -50,7 +51,6 @@ from toolcage.runtime.providers import (
     ToolResultsMessage,
     UserMessage,
 )
-from toolcage.runtime.providers.base import details_text
 
 from ..host_bindings.servers import Server, _send, serving
 from ..runtime.fake_llm import API_KEY, MODEL, FakeModel, FakeModelServer, Reply

@@ -21,8 +21,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ..runtime.test_cli import COMMAND
-from ..runtime.test_mcp_server import (
+from ..runtime.cli.test_cli import COMMAND
+from ..runtime.mcp.serve.test_mcp_server import (
     env_without_token,
     http_session,
     served,

@@ -22,9 +22,9 @@ import pytest
 from toolcage.policies import ConfigError
 from toolcage.runtime import Approval, ApprovalRequest, CallbackApproval, Runtime, SafetyTier
 
+from ..runtime.cli.test_cli import COMMAND
+from ..runtime.mcp.serve.test_mcp_server import stdio_session
 from ..runtime.mcp_servers import server_entry
-from ..runtime.test_cli import COMMAND
-from ..runtime.test_mcp_server import stdio_session
 
 pytestmark = pytest.mark.adversarial
 

@@ -16,7 +16,7 @@ from toolcage.runtime import (
     ToolResult,
     tool,
 )
-from toolcage.runtime._sse import parse_sse
+from toolcage.runtime.agent._sse import parse_sse
 from toolcage.runtime.providers import (
     AnthropicAdapter,
     AssistantMessage,

@@ -24,7 +24,7 @@ PUBLIC_MODULES = [
 ]
 INTERNALS = {
     "toolcage.runtime._registry": ["ToolRegistry", "ToolInfo"],
-    "toolcage.runtime._accumulator": ["ToolCallAccumulator"],
+    "toolcage.runtime.agent._accumulator": ["ToolCallAccumulator"],
     "toolcage.runtime._decorator": ["FunctionTool"],
     "toolcage.runtime._result": ["ContentBlock"],
 }

@@ -24,6 +24,7 @@ from toolcage.runtime import (
     tool,
 )
 from toolcage.runtime._result import ARTIFACTS_TRUNCATED
+from toolcage.runtime.agent.providers.base import details_text
 from toolcage.runtime.providers import (
     AnthropicAdapter,
     AssistantMessage,
@@ -35,11 +36,10 @@ from toolcage.runtime.providers import (
     ToolResultsMessage,
     UserMessage,
 )
-from toolcage.runtime.providers.base import details_text
 
-from .providers.samples import conforms
-from .test_cli import toolcage
-from .test_mcp_server import stdio_session, text_of
+from .agent.providers.samples import conforms
+from .cli.test_cli import toolcage
+from .mcp.serve.test_mcp_server import stdio_session, text_of
 
 pytestmark = pytest.mark.anyio
 

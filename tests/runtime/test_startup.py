@@ -31,8 +31,8 @@ class Shaped:
     async def execute(self, args, ctx):
         return ToolResult.text("ok")
 
-OPTIONAL = ("jsonschema", "docstring_parser", "toolcage.runtime._loop",
-            "toolcage.runtime._model_client", "toolcage.runtime._decorator")
+OPTIONAL = ("jsonschema", "docstring_parser", "toolcage.runtime.agent._loop",
+            "toolcage.runtime.agent._model_client", "toolcage.runtime._decorator")
 
 async def main():
     async with Runtime.from_config(None, tools=[Shaped()]) as runtime:

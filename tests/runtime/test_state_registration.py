@@ -10,7 +10,7 @@ import pytest
 from toolcage.policies import ConfigError
 from toolcage.runtime import Runtime, ToolExecutionContext
 
-from .test_cli import check_lines, toolcage
+from .cli.test_cli import check_lines, toolcage
 
 STATE_TOOLS = {
     "memory_search": "read_only",

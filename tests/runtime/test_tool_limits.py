@@ -19,7 +19,7 @@ from toolcage.policies import (
 from toolcage.runtime import Runtime, SafetyTier, ToolExecutionError, tool
 from toolcage.runtime._deadline import current_deadline
 from toolcage.runtime._path_check import PathCheck
-from toolcage.runtime._shell_tool import ShellExecTool
+from toolcage.runtime.shell import ShellExecTool
 from toolcage.runtime.wasm import WasmTool
 
 pytestmark = pytest.mark.anyio

@@ -28,7 +28,7 @@ from toolcage.runtime import Runtime, ToolResult
 from toolcage.sidecar._grant import grant_workspace
 from toolcage.sidecar._passage import PREFIX
 
-from ..runtime.test_cli import toolcage
+from ..runtime.cli.test_cli import toolcage
 
 pytestmark = [
     pytest.mark.anyio,

@@ -12,7 +12,7 @@ import pytest
 from toolcage.policies import ToolcageConfig
 from toolcage.policies._config import parse_config
 from toolcage.runtime import Runtime
-from toolcage.runtime._shell_tool import ShellExecTool
+from toolcage.runtime.shell import ShellExecTool
 
 from .conftest import make_workspace
 

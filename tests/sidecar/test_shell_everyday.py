@@ -16,7 +16,7 @@ import pytest
 from toolcage.policies import ShellPolicy, ShellPolicyViolation
 from toolcage.policies._config import parse_config
 from toolcage.runtime import Runtime, ToolResult
-from toolcage.runtime._shell_tool import ShellExecTool
+from toolcage.runtime.shell import ShellExecTool
 
 from .conftest import TEST_LIMITS, give_to_sandbox, make_workspace
 

@@ -26,7 +26,7 @@ import pytest
 import toolcage.sidecar.__main__ as daemon_main
 from toolcage.policies import ConfigError, PrincipalError, path_segment
 from toolcage.runtime import Runtime, ToolExecutionContext, ToolResult
-from toolcage.runtime._shell_tool import ShellExecTool
+from toolcage.runtime.shell import ShellExecTool
 from toolcage.sidecar import SidecarClient, SidecarError
 
 from ...sidecar.conftest import scratch

@@ -24,9 +24,9 @@ import mcp.types as types
 import pytest
 from mcp import ClientSession
 from toolcage.runtime import Runtime, SafetyTier, ToolExecutionContext, tool
-from toolcage.runtime._mcp_serve import serve_http
+from toolcage.runtime.mcp.serve._serve import serve_http
 
-from ...runtime.test_mcp_server import http_session, served, socket_session, text_of
+from ...runtime.mcp.serve.test_mcp_server import http_session, served, socket_session, text_of
 from ._cast import REVIEWER_TOOLS, config_with_agents
 
 pytestmark = [pytest.mark.anyio, pytest.mark.adversarial]

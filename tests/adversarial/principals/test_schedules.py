@@ -46,11 +46,11 @@ from toolcage.runtime import (
     tool,
 )
 from toolcage.runtime._channel import JsonLinesChannel
-from toolcage.runtime._scheduled_turns import ScheduledTurns
+from toolcage.runtime.agent._scheduled_turns import ScheduledTurns
 
 from ...host_bindings.store.libsql_server import LibsqlServer
+from ...runtime.cli.test_cli import COMMAND
 from ...runtime.fake_llm import API_KEY, MODEL, FakeModel, FakeModelServer, Reply
-from ...runtime.test_cli import COMMAND
 from ._cast import ADA, ADA_REVIEWER, AGENTS_TOML, BOB_REVIEWER, REVIEWER_TOOLS, context
 
 pytestmark = [pytest.mark.anyio, pytest.mark.adversarial]

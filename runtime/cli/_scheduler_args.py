@@ -1,0 +1,18 @@
+"""The ``toolcage scheduler`` subcommand's arguments (the command is :mod:`._scheduler`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..agent._model_client import ADAPTERS
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``scheduler`` subcommand's arguments."""
+    parser = commands.add_parser(
+        "scheduler", help="run the scheduler service until SIGTERM (fires due schedules)"
+    )
+    parser.add_argument("--config", metavar="FILE", help="operator config (TOML)")
+    parser.add_argument("--provider", choices=sorted(ADAPTERS), help="the model's wire format")
+    parser.add_argument("--base-url", metavar="URL", help="the provider's endpoint")
+    parser.add_argument("--model", metavar="NAME", help="the model to run scheduled turns on")
