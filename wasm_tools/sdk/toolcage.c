@@ -1,6 +1,5 @@
 /* toolcage guest SDK, file helpers; see toolcage.h. */
 #include "toolcage.h"
-#include "toolcage_host.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -593,7 +592,7 @@ char *tc_name(const char *s) {
     return (char *)tc_buf_cstr(&b);
 }
 
-static int reserve(tc_buf *b, size_t room) {
+int tc_buf_reserve(tc_buf *b, size_t room) {
     if (b->len + room + 1 <= b->cap) return 0;
     char *grown = realloc(b->data, b->len + room + 1);
     if (!grown) return ENOMEM;
@@ -608,7 +607,7 @@ int tc_read_fd(int fd, size_t cap, tc_buf *into, long long *size_out) {
      * exactly one read. A larger one is sized once with fstat and read into one exact
      * buffer (growing by doubling would cost malloc about twice the file in linear memory). */
     const size_t first = 65536;
-    if (reserve(into, first)) return ENOMEM;
+    if (tc_buf_reserve(into, first)) return ENOMEM;
     ssize_t n = read(fd, into->data + into->len, first);
     if (n < 0) return errno == EBADF ? EISDIR : errno; /* a directory opens, but reads EBADF */
     into->len += (size_t)n;
@@ -618,42 +617,18 @@ int tc_read_fd(int fd, size_t cap, tc_buf *into, long long *size_out) {
         if (size_out) *size_out = (long long)st.st_size;
         if ((unsigned long long)st.st_size > cap) return EFBIG;
         size_t rest = (size_t)st.st_size > first ? (size_t)st.st_size - first : 0;
-        if (reserve(into, rest + 1)) return ENOMEM;
+        if (tc_buf_reserve(into, rest + 1)) return ENOMEM;
         /* Read to the end; one byte more than expected tells a file that grew meanwhile. */
         while ((n = read(fd, into->data + into->len, into->cap - into->len - 1)) > 0) {
             into->len += (size_t)n;
             if (into->len > cap) return EFBIG;
-            if (into->len + 1 >= into->cap && reserve(into, into->len)) return ENOMEM;
+            if (into->len + 1 >= into->cap && tc_buf_reserve(into, into->len)) return ENOMEM;
         }
         if (n < 0) return errno;
     }
     if (size_out) *size_out = (long long)into->len;
     into->data[into->len] = '\0';
     return 0;
-}
-
-int tc_read_file(const char *path, size_t cap, tc_buf *into, long long *size_out) {
-    /* Through the fs binding: one host call for a file under 64 KiB, two for a larger one
-     * (the second into one exact buffer, sized by the first). Each call reads in one open,
-     * so the text is never stitched from two versions of the file. */
-    size_t room = 65536;
-    for (int attempt = 0; attempt < 8; attempt++) {
-        if (reserve(into, room)) return ENOMEM;
-        tch_fs_info info;
-        int32_t n = toolcage_fs_read(path, (int32_t)strlen(path), 0, into->data + into->len,
-                                     (int32_t)room, &info);
-        if (n < 0) return tch_fs_errno(n);
-        if (size_out) *size_out = (long long)info.size;
-        if (info.size > cap || (size_t)n > cap) return EFBIG;
-        if (info.complete) {
-            into->len += (size_t)n;
-            into->data[into->len] = '\0';
-            if (size_out) *size_out = (long long)n;
-            return 0;
-        }
-        room = (size_t)info.size + 1; /* one byte more tells a file that grew meanwhile */
-    }
-    return EAGAIN; /* it kept growing */
 }
 
 int tc_open_replaced(const char *path, int *fd) {

@@ -30,6 +30,8 @@ void tc_buf_putc(tc_buf *b, char c);
 void tc_buf_json_string(tc_buf *b, const char *s, size_t n);
 const char *tc_buf_cstr(tc_buf *b);                           /* NUL-terminated view */
 void tc_buf_free(tc_buf *b);
+/* Room for `room` more bytes and a NUL after b->len: 0, or ENOMEM. */
+int tc_buf_reserve(tc_buf *b, size_t room);
 
 /* Reading JSON: pointers into the text, no allocation unless said. */
 const char *tc_json_ws(const char *p);                      /* skip whitespace */
@@ -156,7 +158,7 @@ char *tc_name(const char *s); /* malloc'd shown form of a NUL-terminated name */
  * tool declares "fs" in its needs): one host call for a file under 64 KiB. tc_read_fd reads
  * an open WASI descriptor with as few WASI calls as possible: for a file under 64 KiB, one
  * read. Return 0 or an errno value; EFBIG when the file exceeds `cap` bytes, with its size
- * in *size_out. */
+ * in *size_out. (tc_read_file is defined beside the fs import, in toolcage_host.c.) */
 int tc_read_file(const char *path, size_t cap, tc_buf *into, long long *size_out);
 int tc_read_fd(int fd, size_t cap, tc_buf *into, long long *size_out);
 

@@ -144,3 +144,27 @@ int tch_fs_list(int32_t dir, int sizes, tc_buf *into) {
         want = (size_t)n; /* longer than the buffer: the host keeps it for the next call */
     }
 }
+
+int tc_read_file(const char *path, size_t cap, tc_buf *into, long long *size_out) {
+    /* Through the fs binding: one host call for a file under 64 KiB, two for a larger one
+     * (the second into one exact buffer, sized by the first). Each call reads in one open,
+     * so the text is never stitched from two versions of the file. */
+    size_t room = 65536;
+    for (int attempt = 0; attempt < 8; attempt++) {
+        if (tc_buf_reserve(into, room)) return ENOMEM;
+        tch_fs_info info;
+        int32_t n = toolcage_fs_read(path, (int32_t)strlen(path), 0, into->data + into->len,
+                                     (int32_t)room, &info);
+        if (n < 0) return tch_fs_errno(n);
+        if (size_out) *size_out = (long long)info.size;
+        if (info.size > cap || (size_t)n > cap) return EFBIG;
+        if (info.complete) {
+            into->len += (size_t)n;
+            into->data[into->len] = '\0';
+            if (size_out) *size_out = (long long)n;
+            return 0;
+        }
+        room = (size_t)info.size + 1; /* one byte more tells a file that grew meanwhile */
+    }
+    return EAGAIN; /* it kept growing */
+}
