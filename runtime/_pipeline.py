@@ -5,7 +5,7 @@ In order, each step able to end the call with its own error envelope:
 1. **lookup** -- a tool name that is not a string: ``validation_error``; unknown or
    disabled for this agent: ``not_found``; the runtime is closed: ``cancelled``;
 2. **decode** -- arguments as an object (JSON text is parsed; input that is too large, too
-   deep or not plain JSON is refused, see :mod:`._arguments`);
+   deep or not plain JSON is refused, see :mod:`._decoding`);
 3. **before hooks** -- may block (``blocked``) or rewrite the arguments;
 4. **normalise** -- camelCase/snake_case names, common aliases (``file_path`` for
    ``path``), JSON-in-a-string values; a required parameter sent empty or null is missing;
@@ -53,17 +53,11 @@ import anyio
 from toolcage.policies import ImagesConfig, LimitsConfig, Redactor, ToolLimitsTable
 
 from ._approval import SafetyGate
-from ._arguments import (
-    MAX_NAME_CHARS,
-    ArgumentSpec,
-    checked_tool_name,
-    decode_arguments,
-    normalise_arguments,
-    validate_arguments,
-)
+from ._arguments import ArgumentSpec, normalise_arguments, validate_arguments
 from ._bounds import bound_error, bound_result, detach
 from ._concurrency import ConcurrencyGates
 from ._deadline import STOP_GRACE, DeadlineExceeded, run_with_deadline
+from ._decoding import MAX_NAME_CHARS, checked_tool_name, decode_arguments
 from ._errors import (
     ToolBlockedError,
     ToolCancelledError,

@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 import anyio
 from toolcage.policies import LoopLimits
 
-from .._arguments import decode_arguments
+from .._decoding import decode_arguments
 from .._errors import ErrorKind, ToolCancelledError, ToolError, ToolNotFoundError
 from .._host import ToolHost
 from .._result import ToolResult
