@@ -65,8 +65,9 @@ def _vocabulary(rng: random.Random) -> list[str]:
 
 def _build(path: Path, embedder: HashingEmbedder) -> float:
     started = time.perf_counter()
-    partial = path.with_suffix(".partial")
-    partial.unlink(missing_ok=True)
+    # Each build its own partial file: two benches building at once never rename one
+    # another's half-built store into the cache.
+    partial = path.with_suffix(f".partial-{os.getpid()}")
     rng = _rng(13)
     vocabulary = _vocabulary(rng)
     store = open_store(f"sqlite://{partial}", base_dir=partial.parent)
