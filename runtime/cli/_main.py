@@ -12,6 +12,8 @@
     toolcage new-tool NAME [--dir D]                      scaffold an operator guest tool
     toolcage audit tail [-n N] [--follow] [--config FILE] the last records of the audit log
     toolcage audit grep PATTERN [--tool T] [--user U] [--status S] [--config FILE]
+    toolcage selftest [--config FILE] [--only C,...] [--json] [--junit FILE]
+                                                          attack the config; 0 if it holds
     toolcage sidecar ...                                  the shell daemon
 
 ``tools`` lists an MCP server that did not start as ``SERVER__*``, ``unavailable``, with why
@@ -61,6 +63,7 @@ from ._jsonl import (
 from ._new_tool import add_parser as add_new_tool_parser
 from ._new_tool import run_new_tool
 from ._scheduler_args import add_parser as add_scheduler_parser
+from ._selftest import add_parser as add_selftest_parser
 
 EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130
@@ -97,6 +100,10 @@ def _main(argv: list[str]) -> int:
         return run_new_tool(args)
     if args.command == "audit":
         return run_audit(args)
+    if args.command == "selftest":
+        from ._selftest import run_selftest_command  # the corpora, only for this command
+
+        return run_selftest_command(args)
     if args.command == "scheduler":
         from ._scheduler import run_scheduler  # the agent loop, only for this command
 
@@ -168,6 +175,7 @@ def _parser() -> argparse.ArgumentParser:
     add_scheduler_parser(commands)
     add_new_tool_parser(commands)
     add_audit_parser(commands)
+    add_selftest_parser(commands)
     for sub in commands.choices.values():
         add_logging_arguments(sub)
     # Handed to the sidecar's own parser before this one runs; listed here for --help.

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 from toolcage.runtime import Attachment, Runtime, ToolExecutionContext
+from toolcage.runtime.selftest import ROOT, hostile_paths
 
 from ._tree import DOCS, SECRET, build_tree, config_for, flipping_symlink, snapshot
-from .path_corpus import ROOT, hostile_paths
 
 FILE_TOOLS = (
     "file_read",

@@ -51,6 +51,7 @@ from toolcage.runtime.providers import (
     ToolResultsMessage,
     UserMessage,
 )
+from toolcage.runtime.selftest import load_corpus
 
 from ..host_bindings.servers import Server, _send, serving
 from ..runtime.fake_llm import API_KEY, MODEL, FakeModel, FakeModelServer, Reply
@@ -59,7 +60,7 @@ from ..sidecar.conftest import make_workspace
 
 pytestmark = [pytest.mark.anyio, pytest.mark.adversarial]
 
-CORPUS = json.loads((Path(__file__).parent / "marker_corpus.json").read_text("utf-8"))
+CORPUS = load_corpus("marker_corpus.json")
 CASES = [(group["name"], case) for group in CORPUS["groups"] for case in group["cases"]]
 PAYLOAD = "the tool's own first line\n" + "\n".join(case["line"] for _, case in CASES) + "\n"
 """Every forged line of the corpus, each on a line of its own, after one ordinary line."""

@@ -21,11 +21,11 @@ from toolcage.runtime import (
     ToolValidationError,
 )
 from toolcage.runtime._path_check import PathCheck
+from toolcage.runtime.selftest import ROOT, hostile_paths
 
 from ._guests import GuestRunner, build_guest
 from ._host_tools import HostFileTool, host_tools
 from ._tree import DOCS, SECRET, build_tree, config_for, flipping_symlink, policy_for, snapshot
-from .path_corpus import ROOT, hostile_paths
 
 pytestmark = pytest.mark.adversarial
 

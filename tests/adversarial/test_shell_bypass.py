@@ -13,7 +13,6 @@ client would, in frames on its socket: it must answer with a policy refusal and 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -26,6 +25,7 @@ import pytest
 from toolcage.policies import ShellConfig, ShellPolicy, ShellPolicyViolation, ShellSyntax
 from toolcage.policies._config import parse_config
 from toolcage.runtime import Runtime
+from toolcage.runtime.selftest import load_corpus
 from toolcage.sidecar import POLICY_REFUSED
 from toolcage.sidecar._protocol import encode_frame
 from toolcage.sidecar._sandbox import BubblewrapSandbox
@@ -44,7 +44,7 @@ from ..sidecar.conftest import (
 
 pytestmark = [pytest.mark.anyio, pytest.mark.adversarial]
 
-CORPUS = json.loads((Path(__file__).parent / "shell_bypass_corpus.json").read_text("utf-8"))
+CORPUS = load_corpus("shell_bypass_corpus.json")
 CASES = [
     pytest.param(case, id=f"{group['name']}: {case['command']!r}")
     for group in CORPUS["groups"]

@@ -14,7 +14,6 @@ assert that a malformed host reaches no resolver at all.
 from __future__ import annotations
 
 import contextlib
-import json
 import socket
 import sys
 import threading
@@ -32,10 +31,11 @@ from toolcage.policies import EgressConfig, EgressPolicy, Secret, SecretConfig, 
 from toolcage.policies._config import parse_config
 from toolcage.policies._hosts import host_problem
 from toolcage.runtime import Runtime
+from toolcage.runtime.selftest import load_corpus
 
 pytestmark = pytest.mark.adversarial
 
-CORPUS = json.loads((Path(__file__).parent / "ssrf_corpus.json").read_text(encoding="utf-8"))
+CORPUS = load_corpus("ssrf_corpus.json")
 CASES: list[dict[str, str]] = CORPUS["cases"]
 MALFORMED: list[str] = CORPUS["malformed_hosts"]
 METADATA: list[str] = CORPUS["metadata"]

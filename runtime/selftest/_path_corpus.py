@@ -1,8 +1,10 @@
 """The hostile-path corpus: generated, grouped, each group saying what it attacks.
 
-Paths are relative to (or absolute in) the guest namespace of the tree built by
-``_tree.build_tree``: ``/workspace`` (read-write), ``/docs`` (read-only) and, on the
-host beside them, ``outside/secret.txt`` -- the sentinel no path may reach.
+Paths are relative to (or absolute in) the guest namespace of a planted tree
+(``tests/adversarial/_tree.py``; ``toolcage selftest`` plants one in each scratch mount):
+``/workspace`` (read-write), ``/docs`` (read-only) and, on the host beside them,
+``outside/secret.txt`` -- the sentinel no path may reach. Shipped in the wheel, shared by
+the test suite and ``toolcage selftest``.
 """
 
 from __future__ import annotations
@@ -125,7 +127,7 @@ def hostile_paths() -> list[str]:
         "/docs/../workspace/../outside",
         "/docsx/readme",
         "/shared/secret.txt",
-        "/tmp/secret.txt",
+        "/tmp/secret.txt",  # noqa: S108 (a hostile guest path, never opened on the host)
         "/",
         "/.",
         "/..",
@@ -138,7 +140,7 @@ def hostile_paths() -> list[str]:
     ):
         add(path)
 
-    # through symlinks and links planted in the tree (see _tree.build_tree)
+    # through symlinks and links planted in the tree (see tests/adversarial/_tree.py)
     for link in ("escape", "escape_abs", "chain1", "loop_a", "self_loop", "dir_escape"):
         add(link)
         add(f"{link}/secret.txt")
@@ -167,5 +169,6 @@ def hostile_paths() -> list[str]:
         add(path)
 
     unique = list(dict.fromkeys(paths))
-    assert len(unique) >= 300, len(unique)
+    if len(unique) < 300:  # the suites count on a corpus this large
+        raise RuntimeError(f"the path corpus shrank to {len(unique)} paths")
     return unique

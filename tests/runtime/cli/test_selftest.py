@@ -1,0 +1,107 @@
+"""``toolcage selftest`` through the command line: it holds on the configs that hold, and
+names the class and key of each deliberately weakened config in ``weakened/``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ...test_readme import blocks
+
+COMMAND = [sys.executable, "-m", "toolcage.runtime", "selftest"]
+WEAKENED = Path(__file__).parent / "weakened"
+
+
+def selftest(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*COMMAND, *args], cwd=cwd, capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+def report(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(done.stdout)
+    return data
+
+
+class TestConfigsThatHold:
+    def test_the_embedded_default(self, tmp_path: Path) -> None:
+        done = selftest("--json", cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        data = report(done)
+        assert data["held"] is True
+        assert set(data["summary"]) == {"paths", "ssrf", "shell"}  # no secrets to attack
+        assert all(v["held"] > 0 for v in data["summary"].values())
+        assert done.stderr == ""  # no progress off a terminal
+        assert not (tmp_path / "workspace").exists()  # the operator's world is untouched
+
+    @pytest.mark.parametrize("number", range(len(blocks("toml"))))
+    def test_the_readme_examples(self, number: int, tmp_path: Path) -> None:
+        (tmp_path / "toolcage.toml").write_text(blocks("toml")[number])
+        done = selftest("--config", "toolcage.toml", cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout.splitlines()[-1].startswith("every attack held")
+
+
+WEAKENED_CASES = [
+    ("mount_of_root.toml", "paths", "mounts.areas.0.host = '/' holds"),
+    ("interpreter_allowed.toml", "shell", "shell.extra_allow.0: `python3`"),
+    ("metadata_exception.toml", "ssrf", "egress.private_exceptions.1 opens 169.254.169.254"),
+    ("metadata_exception.toml", "ssrf", "egress.private_exceptions.0 opens 127.0.0.0/8"),
+    ("secret_on_shared_hosting.toml", "secrets", "secrets.pages.hosts.0: '*.github.io'"),
+]
+
+
+class TestWeakenedConfigs:
+    @pytest.mark.parametrize(("name", "attack", "key"), WEAKENED_CASES)
+    def test_reported_by_class_and_key(
+        self, name: str, attack: str, key: str, tmp_path: Path
+    ) -> None:
+        config = tmp_path / name
+        config.write_text((WEAKENED / name).read_text())
+        done = selftest("--config", name, "--json", "--only", attack, cwd=tmp_path)
+        assert done.returncode == 1, done.stdout + done.stderr
+        data = report(done)
+        assert data["held"] is False
+        escapes = data["escapes"]
+        assert {e["attack"] for e in escapes} == {attack}
+        assert any(e["key"].startswith(key) for e in escapes), escapes
+
+    def test_the_junit_report(self, tmp_path: Path) -> None:
+        (tmp_path / "weak.toml").write_text((WEAKENED / "metadata_exception.toml").read_text())
+        junit = tmp_path / "selftest.xml"
+        done = selftest("--config", "weak.toml", "--junit", str(junit), cwd=tmp_path)
+        assert done.returncode == 1, done.stderr
+        root = ET.parse(junit).getroot()  # noqa: S314 (our own output)
+        assert root.tag == "testsuites"
+        suites = {s.get("name"): s for s in root.iter("testsuite")}
+        assert set(suites) == {"selftest.paths", "selftest.ssrf", "selftest.shell"}
+        for suite in suites.values():
+            cases = suite.findall("testcase")
+            assert int(suite.get("tests", "-1")) == len(cases) > 0
+            failed = [c for c in cases if c.find("failure") is not None]
+            assert int(suite.get("failures", "-1")) == len(failed)
+            assert all(c.get("classname") and c.get("name") for c in cases)
+        failures = list(suites["selftest.ssrf"].iter("failure"))
+        assert failures
+        assert any("private_exceptions.1" in (f.get("message") or "") for f in failures)
+        assert not list(suites["selftest.paths"].iter("failure"))
+
+
+class TestUsage:
+    def test_an_unknown_class(self, tmp_path: Path) -> None:
+        done = selftest("--only", "paths,dns", cwd=tmp_path)
+        assert done.returncode == 2
+        assert "unknown class dns" in done.stderr
+
+    def test_a_broken_config_is_named(self, tmp_path: Path) -> None:
+        (tmp_path / "bad.toml").write_text('[secrets.x]\nfrom_env = "X"\nhosts = ["*"]\n')
+        done = selftest("--config", "bad.toml", cwd=tmp_path)
+        assert done.returncode == 2
+        assert "secrets.x.hosts" in done.stderr
+        assert "Traceback" not in done.stderr
