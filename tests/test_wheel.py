@@ -125,6 +125,13 @@ class TestWheel:
             assert f"toolcage/wasm_tools/sdk/{name}" in names
         assert "toolcage/host_bindings/_abi.py" in names
 
+    def test_carries_the_adversarial_corpora(self, installed: Installed) -> None:
+        """``toolcage selftest`` reads them from the installed package."""
+        names = set(zipfile.ZipFile(installed.wheel).namelist())
+        for corpus in (ROOT / "runtime" / "selftest" / "corpora").glob("*.json"):
+            assert f"toolcage/runtime/selftest/corpora/{corpus.name}" in names
+        assert "toolcage/runtime/selftest/_path_corpus.py" in names
+
     def test_scaffolds_a_guest_tool_to_build_with_the_shipped_sdk(
         self, installed: Installed, tmp_path: Path
     ) -> None:
