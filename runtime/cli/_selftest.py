@@ -6,7 +6,9 @@
 Prints one line per attack class (held, or ESCAPED with the config key responsible), or
 with ``--json`` one JSON document; ``--junit FILE`` also writes JUnit XML for a CI's test
 report. Progress goes to stderr, on a terminal only. Exit status: 0 when every attack
-held, 1 when one escaped, 2 for bad usage or a config that does not load.
+held, 1 when one escaped, 2 for bad usage or a config that does not load, 3 when a class
+could not run (its control call failed: the runtime, not the config, is broken). A class
+the config has nothing of (no shell, no network tool, no secret) is listed as skipped.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from toolcage.policies import ConfigError
 from .._errors import UsageError
 from ..selftest import CLASSES, run_selftest
 
-EXIT_HELD, EXIT_ESCAPED, EXIT_USAGE = 0, 1, 2
+EXIT_HELD, EXIT_ESCAPED, EXIT_USAGE, EXIT_NOT_RUN = 0, 1, 2, 3
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -70,7 +72,9 @@ def run_selftest_command(args: argparse.Namespace) -> int:
     print(report.to_json() if args.json else report.text())
     if args.junit:
         _write_atomically(Path(args.junit), report.to_junit())
-    return EXIT_HELD if report.held else EXIT_ESCAPED
+    if not report.held:
+        return EXIT_ESCAPED
+    return EXIT_NOT_RUN if report.not_run else EXIT_HELD
 
 
 def _progress(attack: str) -> None:

@@ -3,7 +3,10 @@
 Each class gets the same runtime, built with ``Runtime.from_config`` from the scratch
 config (:mod:`._scratch`) exactly as a host builds one, privileged calls approved (the
 selftest stands in for an approver who says yes to everything, the worst case). A class
-checks the time budget between attacks; what it had no time for is listed as skipped.
+the config has nothing of is skipped; any other first runs its control (:mod:`._controls`),
+and one whose control fails is reported as not run instead of attacking a runtime that
+refuses everything. A class checks the time budget between attacks; what it had no time
+for is listed as skipped.
 """
 
 from __future__ import annotations
@@ -12,11 +15,11 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from toolcage.policies import ShellMode, load_config
+from toolcage.policies import load_config
 
 from .._approval import Approval, ApprovalRequest, CallbackApproval
 from .._runtime import Runtime
-from . import _paths, _secrets, _shell, _ssrf
+from . import _controls, _paths, _secrets, _shell, _ssrf
 from ._report import Report
 from ._scratch import scratch_config
 
@@ -64,15 +67,20 @@ async def run_selftest(
                 if not within_budget():
                     report.skipped.append(f"{attack}: the time budget ({budget:g} s) ran out")
                     continue
+                skip = _controls.skip_reason(attack, config, runtime)
+                if skip is not None:
+                    report.skipped.append(f"{attack}: {skip}")
+                    continue
+                failed = await _controls.control(attack, runtime, scratch)
+                if failed is not None:
+                    report.not_run.append(f"{attack}: {failed}")
+                    continue
                 if attack == "paths":
                     report.findings += _paths.exposure(config, path, scratch)
                     report.findings += await _paths.traversal(runtime, scratch, within_budget)
                 elif attack == "ssrf":
                     report.findings += await _ssrf.attack(runtime, config.egress, within_budget)
                 elif attack == "shell":
-                    if config.shell.mode is ShellMode.DISABLED:
-                        report.skipped.append('shell: mode = "disabled"')
-                        continue
                     shell = scratch.config.shell
                     base = scratch.config.base_dir
                     report.findings += await _shell.attack(runtime, shell, base, within_budget)

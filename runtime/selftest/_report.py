@@ -2,9 +2,11 @@
 
 A finding is *held* when the config refused the attack (or the attack reached nothing), and
 *escaped* when it got through; an escape names the payload class that got through and the
-config key responsible, so that the operator knows which line of the config to change. The
-report prints as text for people, as JSON for machines and as JUnit XML for CI, one
-``testcase`` per finding (a ``failure`` for each escape), in the shape pytest writes.
+config key responsible, so that the operator knows which line of the config to change. A
+class whose control call failed (:mod:`._controls`) *could not run*: a run passes only when
+nothing escaped and every class ran. The report prints as text for people, as JSON for
+machines and as JUnit XML for CI, one ``testcase`` per finding (a ``failure`` for each
+escape, an ``error`` for a class not run), in the shape pytest writes.
 """
 
 from __future__ import annotations
@@ -38,12 +40,19 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     """Classes or parts not run, each with why (the time budget, a disabled shell, ...)."""
+    not_run: list[str] = field(default_factory=list)
+    """Classes whose control failed (``class: why``): the runtime did not work for them."""
     seconds: float = 0.0
 
     @property
     def held(self) -> bool:
         """True when no attack escaped."""
         return not self.escapes
+
+    @property
+    def passed(self) -> bool:
+        """True when no attack escaped and every class could run."""
+        return self.held and not self.not_run
 
     @property
     def escapes(self) -> list[Finding]:
@@ -63,22 +72,32 @@ class Report:
         for attack, (held, escaped) in self.summary().items():
             verdict = "ESCAPED" if escaped else "held"
             lines.append(f"{verdict:<8} {attack:<10} {held} held, {escaped} escaped")
+        lines.extend(f"NOT RUN  {why}" for why in self.not_run)
         lines.extend(f"skip     {why}" for why in self.skipped)
         for f in _first_per_key(self.escapes):
             lines.append(f"  {f.attack}: {f.key}")
             lines.append(f"    {f.payload} via {f.target}: {f.detail}")
-        ok = "every attack held" if self.held else f"{len(self.escapes)} attacks escaped"
+        if not self.held:
+            ok = f"{len(self.escapes)} attacks escaped"
+        elif self.not_run:
+            ok = f"{len(self.not_run)} classes could not run"
+        elif self.findings:
+            ok = "every attack held"
+        else:
+            ok = "nothing attacked: every class was skipped"
         lines.append(f"{ok} ({len(self.findings)} attacks, {self.seconds:.1f} s)")
         return "\n".join(lines)
 
     def to_json(self) -> str:
         return json.dumps(
             {
+                "passed": self.passed,
                 "held": self.held,
                 "seconds": round(self.seconds, 3),
                 "summary": {k: {"held": h, "escaped": e} for k, (h, e) in self.summary().items()},
                 "escapes": [asdict(f) for f in self.escapes],
                 "skipped": self.skipped,
+                "not_run": self.not_run,
                 "attacks": len(self.findings),
             },
             indent=2,
@@ -87,7 +106,8 @@ class Report:
 
     def to_junit(self) -> str:
         """JUnit XML: a ``testsuites`` root with one ``testsuite`` per attack class, one
-        ``testcase`` per (target, payload class), a ``failure`` listing its escapes."""
+        ``testcase`` per (target, payload class), a ``failure`` listing its escapes; a class
+        that could not run is a suite of one ``testcase`` with an ``error``."""
         root = ET.Element("testsuites", name="toolcage selftest")
         grouped: dict[str, dict[tuple[str, str], list[Finding]]] = {}
         for f in self.findings:
@@ -112,6 +132,20 @@ class Report:
                 if escaped:
                     failure = ET.SubElement(case, "failure", message=escaped[0].key)
                     failure.text = "\n".join(f"{f.key}: {f.detail}" for f in escaped)
+        for line in self.not_run:
+            attack, _, why = line.partition(": ")
+            suite = ET.SubElement(
+                root,
+                "testsuite",
+                name=f"selftest.{attack}",
+                tests="1",
+                failures="0",
+                errors="1",
+                skipped="0",
+                time="0.000",
+            )
+            case = ET.SubElement(suite, "testcase", classname=f"selftest.{attack}", name="control")
+            ET.SubElement(case, "error", message=f"could not run: {why}").text = why
         return ET.tostring(root, encoding="unicode", xml_declaration=True)
 
 

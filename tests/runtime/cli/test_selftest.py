@@ -4,6 +4,7 @@ names the class and key of each deliberately weakened config in ``weakened/``.""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -18,9 +19,17 @@ COMMAND = [sys.executable, "-m", "toolcage.runtime", "selftest"]
 WEAKENED = Path(__file__).parent / "weakened"
 
 
-def selftest(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def selftest(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*COMMAND, *args], cwd=cwd, capture_output=True, text=True, timeout=600, check=False
+        [*COMMAND, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
 
 
@@ -91,6 +100,46 @@ class TestWeakenedConfigs:
         assert failures
         assert any("private_exceptions.1" in (f.get("message") or "") for f in failures)
         assert not list(suites["selftest.paths"].iter("failure"))
+
+
+class TestControls:
+    """A class runs one harmless call first; a runtime that fails it never passes as held."""
+
+    def test_a_disabled_shell_is_skipped_not_held(self, tmp_path: Path) -> None:
+        (tmp_path / "t.toml").write_text('[shell]\nmode = "disabled"\n')
+        done = selftest("--config", "t.toml", "--json", "--only", "shell,paths", cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        data = report(done)
+        assert set(data["summary"]) == {"paths"}
+        assert data["skipped"] == ['shell: shell.mode = "disabled": there is no shell to attack']
+        assert data["not_run"] == []
+
+    def test_a_shell_that_cannot_start_could_not_run(self, tmp_path: Path) -> None:
+        """Without bubblewrap every shell attack would be refused: not run, not held."""
+        (tmp_path / "bin").mkdir()
+        env = {**os.environ, "PATH": str(tmp_path / "bin")}
+        junit = tmp_path / "selftest.xml"
+        args = ("--only", "shell,paths", "--junit", str(junit))
+        done = selftest(*args, cwd=tmp_path, env=env)
+        assert done.returncode == 3, done.stdout + done.stderr
+        assert "NOT RUN  shell: shell_exec `echo` failed" in done.stdout
+        assert "bwrap" in done.stdout
+        assert done.stdout.splitlines()[-1].startswith("1 classes could not run")
+        root = ET.parse(junit).getroot()  # noqa: S314 (our own output)
+        [shell] = [s for s in root.iter("testsuite") if s.get("name") == "selftest.shell"]
+        assert shell.get("errors") == "1"
+        [error] = shell.iter("error")
+        assert (error.get("message") or "").startswith("could not run: shell_exec")
+
+    def test_a_class_not_run_fails_the_json_report(self, tmp_path: Path) -> None:
+        (tmp_path / "bin").mkdir()
+        env = {**os.environ, "PATH": str(tmp_path / "bin")}
+        done = selftest("--only", "shell", "--json", cwd=tmp_path, env=env)
+        assert done.returncode == 3, done.stdout + done.stderr
+        data = report(done)
+        assert (data["passed"], data["held"]) == (False, True)
+        [line] = data["not_run"]
+        assert line.startswith("shell: ")
 
 
 class TestUsage:
