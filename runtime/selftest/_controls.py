@@ -5,7 +5,8 @@ does not instantiate, a sidecar that does not start, a store that does not open 
 refuse every attack too. So before a class attacks, it makes one call that must work under
 any config that has the class at all: read a file planted in a scratch mount, send a request
 to the recording listener (reached, or refused by the egress policy itself and not by
-anything else), run ``echo`` in the shell, ask a secret's binding about its own host. A
+anything else), run ``echo`` in the shell, ask a secret's binding about its own host (the
+principals class controls each probe itself: the owner reads back her own object). A
 control that fails means the class *could not run*, reported with the reason, and the run
 does not pass.
 
@@ -22,6 +23,7 @@ from urllib.parse import urlsplit
 from toolcage.policies import ShellMode, ToolcageConfig
 
 from .._runtime import Runtime
+from . import _principals
 from ._paths import FILE_TOOLS
 from ._scratch import Scratch
 from ._ssrf import NETWORK_TOOLS, Listener
@@ -43,6 +45,8 @@ def skip_reason(attack: str, config: ToolcageConfig, runtime: Runtime) -> str | 
             return "shell_exec is not registered"
     if attack == "secrets" and not config.secrets:
         return "the config binds no secret"
+    if attack == "principals":
+        return _principals.skip_reason(config, runtime)
     return None
 
 

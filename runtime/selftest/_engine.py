@@ -19,11 +19,11 @@ from toolcage.policies import load_config
 
 from .._approval import Approval, ApprovalRequest, CallbackApproval
 from .._runtime import Runtime
-from . import _controls, _paths, _secrets, _shell, _ssrf
+from . import _controls, _paths, _principals, _secrets, _shell, _ssrf
 from ._report import Report
 from ._scratch import scratch_config
 
-CLASSES = ("paths", "ssrf", "shell", "secrets")
+CLASSES = ("paths", "ssrf", "shell", "secrets", "principals")
 """The attack classes, in the order they run."""
 
 Progress = Callable[[str], None]
@@ -86,6 +86,14 @@ async def run_selftest(
                     report.findings += await _shell.attack(runtime, shell, base, within_budget)
                 elif attack == "secrets":
                     report.findings += _secrets.attack(config)
+                elif attack == "principals":
+                    try:
+                        report.findings += await _principals.attack(
+                            runtime, config, scratch, within_budget
+                        )
+                    except _principals.ControlFailed as exc:
+                        report.not_run.append(f"{attack}: {exc}")
+                        continue
                 if not within_budget():
                     report.skipped.append(f"{attack}: cut short by the time budget ({budget:g} s)")
         if config.mcp.servers:

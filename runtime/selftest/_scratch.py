@@ -91,7 +91,8 @@ def scratch_config(config: ToolcageConfig) -> Scratch:
         here.mkdir(parents=True, exist_ok=True)
         mounts.append(ScratchMount(i if areas else -1, area, original, here))
     shell_template = config.shell.workspace_template(base)
-    workspace = root / "shell"
+    # a workspace of its own keeps its placeholders: shared stays shared, per user per user
+    workspace = Path("/".join([str(root / "shell"), *map(str, shell_template.below)]))
     for mount, new in zip(mounts, new_areas, strict=True):
         if mount.original == shell_template:
             workspace = new.host

@@ -44,7 +44,7 @@ class TestConfigsThatHold:
         assert done.returncode == 0, done.stdout + done.stderr
         data = report(done)
         assert data["held"] is True
-        assert set(data["summary"]) == {"paths", "ssrf", "shell"}  # no secrets to attack
+        assert set(data["summary"]) == {"paths", "ssrf", "shell", "principals"}  # no secrets
         assert all(v["held"] > 0 for v in data["summary"].values())
         assert done.stderr == ""  # no progress off a terminal
         assert not (tmp_path / "workspace").exists()  # the operator's world is untouched
@@ -63,6 +63,7 @@ WEAKENED_CASES = [
     ("metadata_exception.toml", "ssrf", "egress.private_exceptions.1 opens 169.254.169.254"),
     ("metadata_exception.toml", "ssrf", "egress.private_exceptions.0 opens 127.0.0.0/8"),
     ("secret_on_shared_hosting.toml", "secrets", "secrets.pages.hosts.0: '*.github.io'"),
+    ("shared_shell_workspace.toml", "principals", "shell.workspace = 'team-shell' lacks {user}"),
 ]
 
 
@@ -89,7 +90,7 @@ class TestWeakenedConfigs:
         root = ET.parse(junit).getroot()  # noqa: S314 (our own output)
         assert root.tag == "testsuites"
         suites = {s.get("name"): s for s in root.iter("testsuite")}
-        assert set(suites) == {"selftest.paths", "selftest.ssrf", "selftest.shell"}
+        assert set(suites) == {f"selftest.{c}" for c in ("paths", "ssrf", "shell", "principals")}
         for suite in suites.values():
             cases = suite.findall("testcase")
             assert int(suite.get("tests", "-1")) == len(cases) > 0
@@ -100,6 +101,36 @@ class TestWeakenedConfigs:
         assert failures
         assert any("private_exceptions.1" in (f.get("message") or "") for f in failures)
         assert not list(suites["selftest.paths"].iter("failure"))
+
+
+PER_USER = (
+    (WEAKENED / "shared_shell_workspace.toml")
+    .read_text()
+    .replace('workspace = "team-shell"', 'workspace = "users/{user}/workspace"')
+)
+"""The weakened config made whole: the shell workspace is each user's /workspace."""
+
+
+class TestPrincipals:
+    """Two users of each agent profile (the restricted ``reviewer`` too) through execute."""
+
+    def test_per_user_files_state_and_shell_hold(self, tmp_path: Path) -> None:
+        (tmp_path / "t.toml").write_text(PER_USER)
+        done = selftest("--config", "t.toml", "--json", "--only", "principals", cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        # default: notes, scratchpad, schedules, /workspace, /shared, the shell workspace;
+        # reviewer: the same but the shell, which it may not call
+        assert report(done)["summary"] == {"principals": {"held": 11, "escaped": 0}}
+        assert not (tmp_path / "users").exists()  # the scratch copy, not the operator's
+
+    def test_a_shared_workspace_without_user_elsewhere_is_not_reported(
+        self, tmp_path: Path
+    ) -> None:
+        """One directory for everyone is the operator's choice when nothing names {user}."""
+        (tmp_path / "t.toml").write_text('[shell]\nworkspace = "team-shell"\n')
+        done = selftest("--config", "t.toml", "--json", "--only", "principals", cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert report(done)["summary"] == {"principals": {"held": 3, "escaped": 0}}
 
 
 class TestControls:
