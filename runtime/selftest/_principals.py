@@ -12,9 +12,9 @@ it. What the product keeps per user is probed wherever the agent has the tools:
   the config, and says so;
 - files on each mount whose host names ``{user}`` (``file_write`` / ``file_read``,
   ``file_list``): the config made that area per user;
-- the shell workspace, once any mount names ``{user}``: the operator keeps files per user,
-  so a workspace without ``{user}`` hands one user's shell files to the next
-  (``shell.workspace`` is blamed).
+- the shell workspace, when the area at ``/workspace`` names ``{user}``: the shell runs
+  in ``/workspace`` too, and a workspace without ``{user}`` hands one user's shell files
+  to the next while the file tools keep them apart (``shell.workspace`` is blamed).
 
 A shared mount on a config that names ``{user}`` nowhere is the operator's choice (one
 directory for everyone, as SECURITY.md says), and is not attacked. Vault items belong to
@@ -62,6 +62,16 @@ def per_user_areas(config: ToolcageConfig) -> list[int]:
         for i, area in enumerate(config.mounts.effective_areas)
         if "user" in HostTemplate.parse(area.host).names
     ]
+
+
+def _per_user_workspace_area(config: ToolcageConfig) -> int | None:
+    """The index of the area mounted at ``/workspace`` when its host names ``{user}``: the
+    file tools' ``/workspace`` is then each user's, and the shell's ``/workspace`` ought to
+    be too (a shared area at ``/workspace`` shared with the shell is the operator's choice)."""
+    for i in per_user_areas(config):
+        if config.mounts.effective_areas[i].guest == "/workspace":
+            return i
+    return None
 
 
 def skip_reason(config: ToolcageConfig, runtime: Runtime) -> str | None:
@@ -117,8 +127,8 @@ async def attack(
                     guest = scratch.mounts[i].area.guest
                     detail = f"{STRANGER} read or listed a file of {OWNER}'s {guest}"
                     found.append(finding(f"files on {guest}", seen, key, detail))
-        areas = per_user_areas(config)
-        if areas and config.shell.mode is ShellMode.SANDBOXED and can("shell_exec"):
+        mirrored = _per_user_workspace_area(config)
+        if mirrored is not None and config.shell.mode is ShellMode.SANDBOXED and can("shell_exec"):
             crossed = await _shell(runtime, agent)
             workspace = config.shell.workspace
             if "user" in HostTemplate.parse(workspace).names:
@@ -126,8 +136,8 @@ async def attack(
             else:
                 key = (
                     f"shell.workspace = {str(workspace)!r} lacks {{user}} while "
-                    f"mounts.areas.{areas[0]} keeps files per user: {OWNER}'s shell files "
-                    f"are {STRANGER}'s"
+                    f"mounts.areas.{mirrored} keeps /workspace per user: {OWNER}'s shell "
+                    f"files are {STRANGER}'s"
                 )
             detail = f"`ls` as {STRANGER} listed the file `touch` made as {OWNER}"
             found.append(finding("the shell workspace", crossed, key, detail))
