@@ -17,6 +17,7 @@ from toolcage.policies import ShellMode, load_config
 from .._approval import Approval, ApprovalRequest, CallbackApproval
 from .._runtime import Runtime
 from . import _paths, _secrets, _shell, _ssrf
+from ._recorder import Bait, admit
 from ._report import Report
 from ._scratch import scratch_config
 
@@ -48,6 +49,8 @@ async def run_selftest(
     path = None if config_path is None else Path(config_path)
     report = Report()
     scratch = scratch_config(config)
+    bait = Bait()
+    scratch.config = admit(scratch.config, tuple(r.address for r in bait.all()))
 
     def within_budget() -> bool:
         return time.monotonic() - started < budget
@@ -69,6 +72,12 @@ async def run_selftest(
                     report.findings += await _paths.traversal(runtime, scratch, within_budget)
                 elif attack == "ssrf":
                     report.findings += await _ssrf.attack(runtime, config.egress, within_budget)
+                    canary = (scratch.outside / "secret.txt", scratch.canary)
+                    found, skipped = await _ssrf.redirects(
+                        runtime, config.egress, bait.redirector, canary, within_budget
+                    )
+                    report.findings += found
+                    report.skipped += skipped
                 elif attack == "shell":
                     if config.shell.mode is ShellMode.DISABLED:
                         report.skipped.append('shell: mode = "disabled"')
@@ -83,6 +92,7 @@ async def run_selftest(
         if config.mcp.servers:
             report.skipped.append("mcp: the config's MCP servers were not started")
     finally:
+        bait.close()
         scratch.remove()
     report.seconds = time.monotonic() - started
     return report

@@ -105,3 +105,70 @@ class TestUsage:
         assert done.returncode == 2
         assert "secrets.x.hosts" in done.stderr
         assert "Traceback" not in done.stderr
+
+
+def junit_cases(path: Path) -> dict[str, bool]:
+    """Each JUnit test case's ``classname: name``, and whether it passed."""
+    root = ET.parse(path).getroot()  # noqa: S314 (our own output)
+    return {
+        f"{case.get('classname')}: {case.get('name')}": case.find("failure") is None
+        for case in root.iter("testcase")
+    }
+
+
+REDIRECT_CLASSES = (
+    "redirect to loopback, another port",
+    "redirect to a private address",
+    "redirect to cloud metadata",
+    "redirect to another scheme",
+)
+
+
+class TestRedirects:
+    def test_the_default_holds_every_redirect(self, tmp_path: Path) -> None:
+        junit = tmp_path / "out.xml"
+        done = selftest("--only", "ssrf", "--json", "--junit", str(junit), cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert report(done)["skipped"] == []  # the redirector was reached: the hops were judged
+        cases = junit_cases(junit)
+        for tool in ("http_request", "web_fetch"):
+            for payload in REDIRECT_CLASSES:
+                assert cases[f"selftest.ssrf: {tool}: {payload}"] is True
+
+    @pytest.mark.parametrize(
+        ("name", "payload", "key"),
+        [
+            (
+                "private_range_exception.toml",
+                "redirect to a private address",
+                "egress.private_exceptions.0 opens 10.0.0.0/8 (10.0.0.1)",
+            ),
+            (
+                "metadata_exception.toml",
+                "redirect to cloud metadata",
+                "egress.private_exceptions.1 opens 169.254.169.254",
+            ),
+            (
+                "metadata_exception.toml",
+                "redirect to loopback, another port",
+                "egress.private_exceptions.0 opens 127.0.0.0/8",
+            ),
+        ],
+    )
+    def test_a_hop_into_an_exception_escapes(
+        self, name: str, payload: str, key: str, tmp_path: Path
+    ) -> None:
+        (tmp_path / name).write_text((WEAKENED / name).read_text())
+        done = selftest("--config", name, "--json", "--only", "ssrf", cwd=tmp_path)
+        assert done.returncode == 1, done.stdout + done.stderr
+        escapes = [e for e in report(done)["escapes"] if e["payload"] == payload]
+        assert {e["target"] for e in escapes} == {"http_request", "web_fetch"}
+        assert all(e["key"].startswith(key) for e in escapes), escapes
+        assert all("connected to" in e["detail"] for e in escapes)
+
+    def test_an_unreachable_redirector_is_skipped_not_held(self, tmp_path: Path) -> None:
+        (tmp_path / "only.toml").write_text('[egress]\nallow_hosts = ["example.com"]\n')
+        done = selftest("--config", "only.toml", "--json", "--only", "ssrf", cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        skipped = report(done)["skipped"]
+        assert any("http_request cannot reach the redirector" in s for s in skipped), skipped
