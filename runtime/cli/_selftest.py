@@ -1,6 +1,6 @@
 """``toolcage selftest``: run the adversarial corpora against a config, for CI.
 
-    toolcage selftest [--config FILE] [--only paths,ssrf,shell,secrets] [--budget SECONDS]
+    toolcage selftest [--config FILE] [--only paths,races,ssrf,shell,secrets] [--budget SECONDS]
                       [--json] [--junit FILE]
 
 Prints one line per attack class (held, or ESCAPED with the config key responsible), or

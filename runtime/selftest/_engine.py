@@ -21,7 +21,7 @@ from ._recorder import Bait, admit
 from ._report import Report
 from ._scratch import scratch_config
 
-CLASSES = ("paths", "ssrf", "shell", "secrets")
+CLASSES = ("paths", "races", "ssrf", "shell", "secrets")
 """The attack classes, in the order they run."""
 
 Progress = Callable[[str], None]
@@ -70,6 +70,8 @@ async def run_selftest(
                 if attack == "paths":
                     report.findings += _paths.exposure(config, path, scratch)
                     report.findings += await _paths.traversal(runtime, scratch, within_budget)
+                elif attack == "races":
+                    report.findings += await _paths.races(runtime, scratch, within_budget)
                 elif attack == "ssrf":
                     report.findings += await _ssrf.attack(runtime, config.egress, within_budget)
                     canary = (scratch.outside / "secret.txt", scratch.canary)

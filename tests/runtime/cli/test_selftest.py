@@ -35,7 +35,7 @@ class TestConfigsThatHold:
         assert done.returncode == 0, done.stdout + done.stderr
         data = report(done)
         assert data["held"] is True
-        assert set(data["summary"]) == {"paths", "ssrf", "shell"}  # no secrets to attack
+        assert set(data["summary"]) == {"paths", "races", "ssrf", "shell"}  # no secrets
         assert all(v["held"] > 0 for v in data["summary"].values())
         assert done.stderr == ""  # no progress off a terminal
         assert not (tmp_path / "workspace").exists()  # the operator's world is untouched
@@ -80,7 +80,7 @@ class TestWeakenedConfigs:
         root = ET.parse(junit).getroot()  # noqa: S314 (our own output)
         assert root.tag == "testsuites"
         suites = {s.get("name"): s for s in root.iter("testsuite")}
-        assert set(suites) == {"selftest.paths", "selftest.ssrf", "selftest.shell"}
+        assert set(suites) == {f"selftest.{c}" for c in ("paths", "races", "ssrf", "shell")}
         for suite in suites.values():
             cases = suite.findall("testcase")
             assert int(suite.get("tests", "-1")) == len(cases) > 0
@@ -172,3 +172,18 @@ class TestRedirects:
         assert done.returncode == 0, done.stdout + done.stderr
         skipped = report(done)["skipped"]
         assert any("http_request cannot reach the redirector" in s for s in skipped), skipped
+
+
+class TestRaces:
+    """No weakened config makes a race escape (the scratch mounts never hold the canary),
+    so the direction shown is the one that holds, for every file tool and mount."""
+
+    def test_the_default_holds_while_a_name_flips(self, tmp_path: Path) -> None:
+        junit = tmp_path / "out.xml"
+        done = selftest("--only", "races", "--json", "--junit", str(junit), cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        cases = junit_cases(junit)
+        assert len(cases) == 4 * 3  # four tools on each of the default's three mounts
+        for tool in ("file_read", "file_write", "file_edit", "file_list"):
+            case = f"selftest.races: {tool} on /workspace: a symlink swapped in during the call"
+            assert cases[case] is True
