@@ -2,9 +2,10 @@
 
 A part above the assembly: it drives ``Runtime.from_config`` + ``execute`` as a host does,
 in a scratch copy of the config's world (:mod:`._scratch`), one module per attack class
-(:mod:`._paths`, :mod:`._ssrf`, :mod:`._shell`, :mod:`._secrets`), and reports held or
-escaped per class with the config key responsible (:mod:`._report`). Only ``cli`` imports
-it. The corpora ship here as package data and are shared with the test suite.
+(:mod:`._paths`, :mod:`._ssrf`, :mod:`._shell`, :mod:`._secrets`; the recording servers
+on loopback they aim at in :mod:`._recorder`), and reports held or escaped per class with
+the config key responsible (:mod:`._report`). Only ``cli`` imports it. The corpora ship
+here as package data and are shared with the test suite.
 """
 
 from ._corpora import CORPORA, load_corpus

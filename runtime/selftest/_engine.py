@@ -51,6 +51,7 @@ async def run_selftest(
     scratch = scratch_config(config)
     bait = Bait()
     scratch.config = admit(scratch.config, tuple(r.address for r in bait.all()))
+    scratch.config = _secrets.bind_control(scratch.config, bait.bound.address)
 
     def within_budget() -> bool:
         return time.monotonic() - started < budget
@@ -89,6 +90,11 @@ async def run_selftest(
                     report.findings += await _shell.attack(runtime, shell, base, within_budget)
                 elif attack == "secrets":
                     report.findings += _secrets.attack(config)
+                    found, skipped = await _secrets.sent(
+                        runtime, config, scratch, bait, within_budget
+                    )
+                    report.findings += found
+                    report.skipped += skipped
                 if not within_budget():
                     report.skipped.append(f"{attack}: cut short by the time budget ({budget:g} s)")
         if config.mcp.servers:

@@ -187,3 +187,45 @@ class TestRaces:
         for tool in ("file_read", "file_write", "file_edit", "file_list"):
             case = f"selftest.races: {tool} on /workspace: a symlink swapped in during the call"
             assert cases[case] is True
+
+
+SECRETS = """
+[secrets.api]
+from_env = "SELFTEST_UNSET_A"
+hosts = ["api.example.com"]
+header = "Authorization"
+format = "Bearer {value}"
+
+[secrets.repos]
+from_env = "SELFTEST_UNSET_B"
+hosts = ["api.github.com", "*.github.com:8443"]
+paths = ["/repos/"]
+methods = ["POST"]
+"""
+
+
+class TestSecretsSent:
+    """No config can bind a secret to the recorder's port before it exists, so the
+    direction shown is the one that holds; the control (the value does arrive where the
+    scratch config binds it, on the secret's own path and method) makes it mean something."""
+
+    def test_no_value_reaches_an_unbound_host(self, tmp_path: Path) -> None:
+        (tmp_path / "secrets.toml").write_text(SECRETS)
+        junit = tmp_path / "out.xml"
+        done = selftest(
+            "--config", "secrets.toml", "--only", "secrets", "--json", "--junit", str(junit),
+            cwd=tmp_path,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert report(done)["skipped"] == []  # both controls carried the value
+        cases = junit_cases(junit)
+        sent = [
+            "secrets.api: {{secret:NAME}} to a host it is not bound to",
+            "secrets.api: added by the host, to a host it is not bound to",
+            "secrets.api: a redirect from a bound host",
+            "secrets.repos: {{secret:NAME}} to a host it is not bound to",
+            "secrets.repos: a redirect from a bound host",
+        ]
+        for case in sent:
+            assert cases[f"selftest.secrets: {case}"] is True
+        assert "selftest.secrets: secrets.repos: added by the host" not in " ".join(cases)
