@@ -1,6 +1,6 @@
 """``toolcage selftest``: run the adversarial corpora against a config, for CI.
 
-    toolcage selftest [--config FILE] [--only paths,ssrf,shell,secrets,principals]
+    toolcage selftest [--config FILE] [--only paths,races,ssrf,shell,secrets,principals]
                       [--budget SECONDS]
                       [--json] [--junit FILE]
 

@@ -2,10 +2,11 @@
 
 A part above the assembly: it drives ``Runtime.from_config`` + ``execute`` as a host does,
 in a scratch copy of the config's world (:mod:`._scratch`), one module per attack class
-(:mod:`._paths`, :mod:`._ssrf`, :mod:`._shell`, :mod:`._secrets`, :mod:`._principals`),
-each after a control call that must work (:mod:`._controls`), and reports held, escaped
-or not run per class with the config key responsible (:mod:`._report`). Only ``cli``
-imports it. The corpora ship here as package data and are shared with the test suite.
+(:mod:`._paths`, :mod:`._ssrf`, :mod:`._shell`, :mod:`._secrets`, :mod:`._principals`; the
+recording servers on loopback they aim at in :mod:`._recorder`), each after a control call
+that must work (:mod:`._controls`), and reports held, escaped or not run per class with the
+config key responsible (:mod:`._report`). Only ``cli`` imports it. The corpora ship here as
+package data and are shared with the test suite.
 """
 
 from ._corpora import CORPORA, load_corpus

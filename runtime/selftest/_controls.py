@@ -34,7 +34,7 @@ CONTROL_FILE = "selftest-control.txt"
 
 def skip_reason(attack: str, config: ToolcageConfig, runtime: Runtime) -> str | None:
     """Why the config has nothing of ``attack`` to attack, or ``None`` when it has."""
-    if attack == "paths" and not any(t in runtime.registry for t in FILE_TOOLS):
+    if attack in ("paths", "races") and not any(t in runtime.registry for t in FILE_TOOLS):
         return "no file tool is registered"
     if attack == "ssrf" and not any(t in runtime.registry for t in NETWORK_TOOLS):
         return f"no network tool is registered ({', '.join(NETWORK_TOOLS)})"
@@ -52,7 +52,7 @@ def skip_reason(attack: str, config: ToolcageConfig, runtime: Runtime) -> str | 
 
 async def control(attack: str, runtime: Runtime, scratch: Scratch) -> str | None:
     """Run the control of ``attack``; ``None`` when it worked, else why it did not."""
-    if attack == "paths":
+    if attack in ("paths", "races"):
         return await _paths(runtime, scratch)
     if attack == "ssrf":
         return await _ssrf(runtime)

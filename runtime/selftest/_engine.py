@@ -20,10 +20,11 @@ from toolcage.policies import load_config
 from .._approval import Approval, ApprovalRequest, CallbackApproval
 from .._runtime import Runtime
 from . import _controls, _paths, _principals, _secrets, _shell, _ssrf
+from ._recorder import Bait, admit
 from ._report import Report
 from ._scratch import scratch_config
 
-CLASSES = ("paths", "ssrf", "shell", "secrets", "principals")
+CLASSES = ("paths", "races", "ssrf", "shell", "secrets", "principals")
 """The attack classes, in the order they run."""
 
 Progress = Callable[[str], None]
@@ -51,6 +52,9 @@ async def run_selftest(
     path = None if config_path is None else Path(config_path)
     report = Report()
     scratch = scratch_config(config)
+    bait = Bait()
+    scratch.config = admit(scratch.config, tuple(r.address for r in bait.all()))
+    scratch.config = _secrets.bind_control(scratch.config, bait.bound.address)
 
     def within_budget() -> bool:
         return time.monotonic() - started < budget
@@ -78,14 +82,27 @@ async def run_selftest(
                 if attack == "paths":
                     report.findings += _paths.exposure(config, path, scratch)
                     report.findings += await _paths.traversal(runtime, scratch, within_budget)
+                elif attack == "races":
+                    report.findings += await _paths.races(runtime, scratch, within_budget)
                 elif attack == "ssrf":
                     report.findings += await _ssrf.attack(runtime, config.egress, within_budget)
+                    canary = (scratch.outside / "secret.txt", scratch.canary)
+                    found, skipped = await _ssrf.redirects(
+                        runtime, config.egress, bait.redirector, canary, within_budget
+                    )
+                    report.findings += found
+                    report.skipped += skipped
                 elif attack == "shell":
                     shell = scratch.config.shell
                     base = scratch.config.base_dir
                     report.findings += await _shell.attack(runtime, shell, base, within_budget)
                 elif attack == "secrets":
                     report.findings += _secrets.attack(config)
+                    found, skipped = await _secrets.sent(
+                        runtime, config, scratch, bait, within_budget
+                    )
+                    report.findings += found
+                    report.skipped += skipped
                 elif attack == "principals":
                     try:
                         report.findings += await _principals.attack(
@@ -99,6 +116,7 @@ async def run_selftest(
         if config.mcp.servers:
             report.skipped.append("mcp: the config's MCP servers were not started")
     finally:
+        bait.close()
         scratch.remove()
     report.seconds = time.monotonic() - started
     return report

@@ -7,6 +7,13 @@ process audit hook watches every ``socket.connect``; a connection to loopback re
 listener (and is recorded there), one to any other address is refused by the hook before
 it is made, and recorded. Either is an escape, and the key responsible is the
 ``private_exceptions`` entry (or ``block_private = false``) that let the address through.
+
+:func:`redirects` sends each tool to a redirector on ``127.0.0.1`` (reachable through the
+one exact exception :mod:`._recorder` adds) that answers 301, 302, 307 and 308 with each
+``redirect_targets`` URL of the corpus: loopback on another port (the listener), private
+and metadata addresses, the canary as a ``file://`` URL and other schemes. The hop is
+judged by the operator's own rules; a hop that connects, or brings the canary back, is an
+escape.
 """
 
 from __future__ import annotations
@@ -17,13 +24,16 @@ import socket
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode, urlsplit
 
 from toolcage.policies import EgressConfig
 from toolcage.policies._egress import parse_private_exception
 
 from .._runtime import Runtime
 from ._corpora import load_corpus
+from ._recorder import REDIRECT_CODES, Recorder
 from ._report import Finding
 
 NETWORK_TOOLS = ("http_request", "web_fetch")
@@ -159,3 +169,81 @@ def _responsible(egress: EgressConfig, tool: str, host: str) -> str:
             if address in network:
                 return f"{prefix}.private_exceptions.{i} opens {entry} ({host})"
     return f"{prefix}: {host} was reached"
+
+
+def redirect_cases(canary: Path) -> list[tuple[str, str]]:
+    """(payload class, Location) for every redirect target of the corpus, ``file://``
+    ones aimed at ``canary``."""
+    found = []
+    for target in load_corpus("ssrf_corpus.json")["redirect_targets"]:
+        scheme = urlsplit(target).scheme
+        if scheme == "file":
+            target = canary.as_uri()
+        host = urlsplit(target).hostname or ""
+        if scheme not in ("", "http", "https"):
+            group = "redirect to another scheme"
+        elif host.startswith("169.254.") or "metadata" in host:
+            group = "redirect to cloud metadata"
+        elif host.startswith("10.") or host.startswith("fd"):
+            group = "redirect to a private address"
+        else:
+            group = "redirect to loopback, another port"
+        found.append((group, target))
+    return found
+
+
+async def redirects(
+    runtime: Runtime,
+    egress: EgressConfig,
+    redirector: Recorder,
+    canary: tuple[Path, str],
+    within_budget: Callable[[], bool],
+) -> tuple[list[Finding], list[str]]:
+    """One finding per network tool and redirect class; what could not run, and why."""
+    listener = Listener()
+    outcomes: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    skipped: list[str] = []
+    try:
+        with watching() as watch:
+            for tool in NETWORK_TOOLS:
+                if tool not in runtime.registry:
+                    continue
+                asked = len(redirector.seen)
+                control = await runtime.execute(tool, {"url": redirector.url + "/ok"})
+                if len(redirector.seen) == asked:  # the first hop never left: nothing to judge
+                    why = control.error.message if control.error else control.output_text
+                    skipped.append(f"ssrf: {tool} cannot reach the redirector ({why[:160]})")
+                    continue
+                for group, raw in redirect_cases(canary[0]):
+                    target = raw.replace("{port}", str(listener.port))
+                    for code in REDIRECT_CODES:
+                        if not within_budget():
+                            break
+                        query = urlencode({"to": target, "code": code})
+                        hits, seen = listener.hits, len(watch.connects)
+                        result = await runtime.execute(
+                            tool, {"url": f"{redirector.url}/go?{query}"}
+                        )
+                        hops = watch.connects[seen:]
+                        away = [h for h in hops if not _loopback(h)]
+                        escaped = outcomes.setdefault((tool, group), [])
+                        if listener.hits > hits or away:
+                            host = away[0] if away else hops[-1]
+                            escaped.append((f"{code} to {target} connected to {host}", host))
+                        elif canary[1] in result.output_text:
+                            escaped.append((f"{code} to {target} read the canary", ""))
+    finally:
+        listener.close()
+    found = []
+    for (tool, group), escaped in outcomes.items():
+        key = ""
+        if escaped:
+            host = escaped[0][1]
+            key = (
+                _responsible(egress, tool, host)
+                if host
+                else f"egress: {tool} followed a redirect off http(s)"
+            )
+        detail = "; ".join(what for what, _ in escaped[:3])
+        found.append(Finding("ssrf", tool, group, not escaped, key, detail))
+    return found, skipped

@@ -44,7 +44,8 @@ class TestConfigsThatHold:
         assert done.returncode == 0, done.stdout + done.stderr
         data = report(done)
         assert data["held"] is True
-        assert set(data["summary"]) == {"paths", "ssrf", "shell", "principals"}  # no secrets
+        classes = {"paths", "races", "ssrf", "shell", "principals"}  # no secrets
+        assert set(data["summary"]) == classes
         assert all(v["held"] > 0 for v in data["summary"].values())
         assert done.stderr == ""  # no progress off a terminal
         assert not (tmp_path / "workspace").exists()  # the operator's world is untouched
@@ -90,7 +91,8 @@ class TestWeakenedConfigs:
         root = ET.parse(junit).getroot()  # noqa: S314 (our own output)
         assert root.tag == "testsuites"
         suites = {s.get("name"): s for s in root.iter("testsuite")}
-        assert set(suites) == {f"selftest.{c}" for c in ("paths", "ssrf", "shell", "principals")}
+        classes = ("paths", "races", "ssrf", "shell", "principals")
+        assert set(suites) == {f"selftest.{c}" for c in classes}
         for suite in suites.values():
             cases = suite.findall("testcase")
             assert int(suite.get("tests", "-1")) == len(cases) > 0
@@ -185,3 +187,127 @@ class TestUsage:
         assert done.returncode == 2
         assert "secrets.x.hosts" in done.stderr
         assert "Traceback" not in done.stderr
+
+
+def junit_cases(path: Path) -> dict[str, bool]:
+    """Each JUnit test case's ``classname: name``, and whether it passed."""
+    root = ET.parse(path).getroot()  # noqa: S314 (our own output)
+    return {
+        f"{case.get('classname')}: {case.get('name')}": case.find("failure") is None
+        for case in root.iter("testcase")
+    }
+
+
+REDIRECT_CLASSES = (
+    "redirect to loopback, another port",
+    "redirect to a private address",
+    "redirect to cloud metadata",
+    "redirect to another scheme",
+)
+
+
+class TestRedirects:
+    def test_the_default_holds_every_redirect(self, tmp_path: Path) -> None:
+        junit = tmp_path / "out.xml"
+        done = selftest("--only", "ssrf", "--json", "--junit", str(junit), cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert report(done)["skipped"] == []  # the redirector was reached: the hops were judged
+        cases = junit_cases(junit)
+        for tool in ("http_request", "web_fetch"):
+            for payload in REDIRECT_CLASSES:
+                assert cases[f"selftest.ssrf: {tool}: {payload}"] is True
+
+    @pytest.mark.parametrize(
+        ("name", "payload", "key"),
+        [
+            (
+                "private_range_exception.toml",
+                "redirect to a private address",
+                "egress.private_exceptions.0 opens 10.0.0.0/8 (10.0.0.1)",
+            ),
+            (
+                "metadata_exception.toml",
+                "redirect to cloud metadata",
+                "egress.private_exceptions.1 opens 169.254.169.254",
+            ),
+            (
+                "metadata_exception.toml",
+                "redirect to loopback, another port",
+                "egress.private_exceptions.0 opens 127.0.0.0/8",
+            ),
+        ],
+    )
+    def test_a_hop_into_an_exception_escapes(
+        self, name: str, payload: str, key: str, tmp_path: Path
+    ) -> None:
+        (tmp_path / name).write_text((WEAKENED / name).read_text())
+        done = selftest("--config", name, "--json", "--only", "ssrf", cwd=tmp_path)
+        assert done.returncode == 1, done.stdout + done.stderr
+        escapes = [e for e in report(done)["escapes"] if e["payload"] == payload]
+        assert {e["target"] for e in escapes} == {"http_request", "web_fetch"}
+        assert all(e["key"].startswith(key) for e in escapes), escapes
+        assert all("connected to" in e["detail"] for e in escapes)
+
+    def test_an_unreachable_redirector_is_skipped_not_held(self, tmp_path: Path) -> None:
+        (tmp_path / "only.toml").write_text('[egress]\nallow_hosts = ["example.com"]\n')
+        done = selftest("--config", "only.toml", "--json", "--only", "ssrf", cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        skipped = report(done)["skipped"]
+        assert any("http_request cannot reach the redirector" in s for s in skipped), skipped
+
+
+class TestRaces:
+    """No weakened config makes a race escape (the scratch mounts never hold the canary),
+    so the direction shown is the one that holds, for every file tool and mount."""
+
+    def test_the_default_holds_while_a_name_flips(self, tmp_path: Path) -> None:
+        junit = tmp_path / "out.xml"
+        done = selftest("--only", "races", "--json", "--junit", str(junit), cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        cases = junit_cases(junit)
+        assert len(cases) == 4 * 3  # four tools on each of the default's three mounts
+        for tool in ("file_read", "file_write", "file_edit", "file_list"):
+            case = f"selftest.races: {tool} on /workspace: a symlink swapped in during the call"
+            assert cases[case] is True
+
+
+SECRETS = """
+[secrets.api]
+from_env = "SELFTEST_UNSET_A"
+hosts = ["api.example.com"]
+header = "Authorization"
+format = "Bearer {value}"
+
+[secrets.repos]
+from_env = "SELFTEST_UNSET_B"
+hosts = ["api.github.com", "*.github.com:8443"]
+paths = ["/repos/"]
+methods = ["POST"]
+"""
+
+
+class TestSecretsSent:
+    """No config can bind a secret to the recorder's port before it exists, so the
+    direction shown is the one that holds; the control (the value does arrive where the
+    scratch config binds it, on the secret's own path and method) makes it mean something."""
+
+    def test_no_value_reaches_an_unbound_host(self, tmp_path: Path) -> None:
+        (tmp_path / "secrets.toml").write_text(SECRETS)
+        junit = tmp_path / "out.xml"
+        done = selftest(
+            "--config", "secrets.toml", "--only", "secrets", "--json", "--junit", str(junit),
+            cwd=tmp_path,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert report(done)["skipped"] == []  # both controls carried the value
+        cases = junit_cases(junit)
+        sent = [
+            "secrets.api: {{secret:NAME}} to a host it is not bound to",
+            "secrets.api: added by the host, to a host it is not bound to",
+            "secrets.api: a redirect from a bound host",
+            "secrets.repos: {{secret:NAME}} to a host it is not bound to",
+            "secrets.repos: a redirect from a bound host",
+        ]
+        for case in sent:
+            assert cases[f"selftest.secrets: {case}"] is True
+        assert "selftest.secrets: secrets.repos: added by the host" not in " ".join(cases)
