@@ -20,10 +20,11 @@ from __future__ import annotations
 import secrets
 from urllib.parse import urlsplit
 
-from toolcage.policies import ShellMode, ToolcageConfig
+from toolcage.policies import ShellMode
 
 from .._runtime import Runtime
 from . import _principals
+from ._base import AttackContext
 from ._paths import FILE_TOOLS
 from ._scratch import Scratch
 from ._ssrf import NETWORK_TOOLS, Listener
@@ -32,34 +33,63 @@ CONTROL_FILE = "selftest-control.txt"
 """The file the paths control plants in every scratch mount."""
 
 
-def skip_reason(attack: str, config: ToolcageConfig, runtime: Runtime) -> str | None:
-    """Why the config has nothing of ``attack`` to attack, or ``None`` when it has."""
-    if attack in ("paths", "races") and not any(t in runtime.registry for t in FILE_TOOLS):
+def no_file_tool(ctx: AttackContext) -> str | None:
+    """Skip check of ``paths`` and ``races``."""
+    if not any(t in ctx.runtime.registry for t in FILE_TOOLS):
         return "no file tool is registered"
-    if attack == "ssrf" and not any(t in runtime.registry for t in NETWORK_TOOLS):
-        return f"no network tool is registered ({', '.join(NETWORK_TOOLS)})"
-    if attack == "shell":
-        if config.shell.mode is ShellMode.DISABLED:
-            return 'shell.mode = "disabled": there is no shell to attack'
-        if "shell_exec" not in runtime.registry:
-            return "shell_exec is not registered"
-    if attack == "secrets" and not config.secrets:
-        return "the config binds no secret"
-    if attack == "principals":
-        return _principals.skip_reason(config, runtime)
     return None
 
 
-async def control(attack: str, runtime: Runtime, scratch: Scratch) -> str | None:
-    """Run the control of ``attack``; ``None`` when it worked, else why it did not."""
-    if attack in ("paths", "races"):
-        return await _paths(runtime, scratch)
-    if attack == "ssrf":
-        return await _ssrf(runtime)
-    if attack == "shell":
-        return await _shell(runtime, scratch)
-    if attack == "secrets":
-        return _secrets(scratch)
+def no_network_tool(ctx: AttackContext) -> str | None:
+    """Skip check of ``ssrf``."""
+    if not any(t in ctx.runtime.registry for t in NETWORK_TOOLS):
+        return f"no network tool is registered ({', '.join(NETWORK_TOOLS)})"
+    return None
+
+
+def no_shell(ctx: AttackContext) -> str | None:
+    """Skip check of ``shell``."""
+    if ctx.config.shell.mode is ShellMode.DISABLED:
+        return 'shell.mode = "disabled": there is no shell to attack'
+    if "shell_exec" not in ctx.runtime.registry:
+        return "shell_exec is not registered"
+    return None
+
+
+def no_secret(ctx: AttackContext) -> str | None:
+    """Skip check of ``secrets``."""
+    return None if ctx.config.secrets else "the config binds no secret"
+
+
+def nothing_per_user(ctx: AttackContext) -> str | None:
+    """Skip check of ``principals``."""
+    return _principals.skip_reason(ctx.config, ctx.runtime)
+
+
+async def files(ctx: AttackContext) -> str | None:
+    """Control of ``paths`` and ``races``."""
+    return await _paths(ctx.runtime, ctx.scratch)
+
+
+async def network(ctx: AttackContext) -> str | None:
+    """Control of ``ssrf``."""
+    return await _ssrf(ctx.runtime)
+
+
+async def shell(ctx: AttackContext) -> str | None:
+    """Control of ``shell``."""
+    return await _shell(ctx.runtime, ctx.scratch)
+
+
+async def secret_bindings(ctx: AttackContext) -> str | None:
+    """Control of ``secrets``."""
+    return _secrets(ctx.scratch)
+
+
+async def in_each_probe(ctx: AttackContext) -> str | None:
+    """Control of ``principals``: each probe controls itself (the owner reads back her own
+    object, else the probe raises :class:`~._principals.ControlFailed`)."""
+    del ctx
     return None
 
 

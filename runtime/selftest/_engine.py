@@ -7,6 +7,10 @@ the config has nothing of is skipped; any other first runs its control (:mod:`._
 and one whose control fails is reported as not run instead of attacking a runtime that
 refuses everything. A class checks the time budget between attacks; what it had no time
 for is listed as skipped.
+
+The classes are one table, :data:`ATTACKS`, of :class:`~._base.AttackClass` values (name,
+skip check, control, attack), each attack the one entry point of its module; the run is
+one loop over it.
 """
 
 from __future__ import annotations
@@ -19,13 +23,25 @@ from toolcage.policies import load_config
 
 from .._approval import Approval, ApprovalRequest, CallbackApproval
 from .._runtime import Runtime
-from . import _controls, _paths, _principals, _secrets, _shell, _ssrf
+from . import _controls, _paths, _principals, _races, _secrets, _shell, _ssrf
+from ._base import AttackClass, AttackContext
 from ._recorder import Bait, admit
 from ._report import Report
 from ._scratch import scratch_config
 
-CLASSES = ("paths", "races", "ssrf", "shell", "secrets", "principals")
+ATTACKS = (
+    AttackClass("paths", _controls.no_file_tool, _controls.files, _paths.attack),
+    AttackClass("races", _controls.no_file_tool, _controls.files, _races.attack),
+    AttackClass("ssrf", _controls.no_network_tool, _controls.network, _ssrf.attack),
+    AttackClass("shell", _controls.no_shell, _controls.shell, _shell.attack),
+    AttackClass("secrets", _controls.no_secret, _controls.secret_bindings, _secrets.attack),
+    AttackClass(
+        "principals", _controls.nothing_per_user, _controls.in_each_probe, _principals.attack
+    ),
+)
 """The attack classes, in the order they run."""
+CLASSES = tuple(c.name for c in ATTACKS)
+"""Their names, as ``--only`` takes them."""
 
 Progress = Callable[[str], None]
 
@@ -47,7 +63,7 @@ async def run_selftest(
     Raises :class:`~toolcage.policies.ConfigError` for a config that does not load or fit.
     """
     started = time.monotonic()
-    wanted = [c for c in CLASSES if c in set(only)]
+    wanted = [c for c in ATTACKS if c.name in set(only)]
     config = load_config(config_path)
     path = None if config_path is None else Path(config_path)
     report = Report()
@@ -66,53 +82,28 @@ async def run_selftest(
     try:
         runtime = Runtime.from_config(scratch.config, approval=CallbackApproval(_approve))
         async with runtime:
+            ctx = AttackContext(runtime, config, path, scratch, bait, within_budget)
             for attack in wanted:
-                say(attack)
+                say(attack.name)
                 if not within_budget():
-                    report.skipped.append(f"{attack}: the time budget ({budget:g} s) ran out")
+                    report.skipped.append(f"{attack.name}: the time budget ({budget:g} s) ran out")
                     continue
-                skip = _controls.skip_reason(attack, config, runtime)
+                skip = attack.skip(ctx)
                 if skip is not None:
-                    report.skipped.append(f"{attack}: {skip}")
+                    report.skipped.append(f"{attack.name}: {skip}")
                     continue
-                failed = await _controls.control(attack, runtime, scratch)
+                failed = await attack.control(ctx)
                 if failed is not None:
-                    report.not_run.append(f"{attack}: {failed}")
+                    report.not_run.append(f"{attack.name}: {failed}")
                     continue
-                if attack == "paths":
-                    report.findings += _paths.exposure(config, path, scratch)
-                    report.findings += await _paths.traversal(runtime, scratch, within_budget)
-                elif attack == "races":
-                    report.findings += await _paths.races(runtime, scratch, within_budget)
-                elif attack == "ssrf":
-                    report.findings += await _ssrf.attack(runtime, config.egress, within_budget)
-                    canary = (scratch.outside / "secret.txt", scratch.canary)
-                    found, skipped = await _ssrf.redirects(
-                        runtime, config.egress, bait.redirector, canary, within_budget
+                outcome = await attack.attack(ctx)
+                report.findings += outcome.findings
+                report.skipped += outcome.skipped
+                report.not_run += outcome.not_run
+                if not outcome.not_run and not within_budget():
+                    report.skipped.append(
+                        f"{attack.name}: cut short by the time budget ({budget:g} s)"
                     )
-                    report.findings += found
-                    report.skipped += skipped
-                elif attack == "shell":
-                    shell = scratch.config.shell
-                    base = scratch.config.base_dir
-                    report.findings += await _shell.attack(runtime, shell, base, within_budget)
-                elif attack == "secrets":
-                    report.findings += _secrets.attack(config)
-                    found, skipped = await _secrets.sent(
-                        runtime, config, scratch, bait, within_budget
-                    )
-                    report.findings += found
-                    report.skipped += skipped
-                elif attack == "principals":
-                    try:
-                        report.findings += await _principals.attack(
-                            runtime, config, scratch, within_budget
-                        )
-                    except _principals.ControlFailed as exc:
-                        report.not_run.append(f"{attack}: {exc}")
-                        continue
-                if not within_budget():
-                    report.skipped.append(f"{attack}: cut short by the time budget ({budget:g} s)")
         if config.mcp.servers:
             report.skipped.append("mcp: the config's MCP servers were not started")
     finally:

@@ -8,19 +8,12 @@ all. *Traversal* plants the corpus's traps (links out of the mount, link chains 
 a hard link to the canary, a FIFO) in each scratch mount and sends every path of
 :func:`~._path_corpus.hostile_paths` through each file tool with ``Runtime.execute``: the
 canary's text in any output, or any change beside the mounts, is an escape.
-
-:func:`races` is the check-then-use attack: while a thread swaps a name in each scratch
-mount, without pause, between a harmless file and a symlink to the canary (for
-``file_list``, between a directory and a symlink to the canary's directory), each file tool
-is called on that name again and again. A call that brings back the canary (or its name,
-for a listing) or changes anything beside the mounts is an escape.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,13 +21,11 @@ from typing import Any
 from toolcage.policies import ToolcageConfig
 
 from .._runtime import Runtime
+from ._base import AttackContext, Outcome
 from ._path_corpus import ROOT, hostile_paths
 from ._report import Finding
 from ._scratch import Scratch
 
-RACE_TOOLS = ("file_read", "file_write", "file_edit", "file_list")
-RACE_CALLS = 60
-"""Calls per tool and mount while the name flips (fewer when the time budget runs out)."""
 FILE_TOOLS = ("file_read", "file_list", "file_search", "file_write", "file_edit", "file_delete")
 SYSTEM = (Path("/etc"), Path("/proc"), Path("/sys"), Path("/dev"), Path("/root"))
 
@@ -86,6 +77,13 @@ def _within(path: Path, directory: Path) -> bool:
     return path == directory or directory in path.parents
 
 
+async def attack(ctx: AttackContext) -> Outcome:
+    """What each real mount exposes, then the corpus through the file tools."""
+    found = exposure(ctx.config, ctx.config_path, ctx.scratch)
+    found += await traversal(ctx.runtime, ctx.scratch, ctx.within_budget)
+    return Outcome(found)
+
+
 async def traversal(
     runtime: Runtime, scratch: Scratch, within_budget: Callable[[], bool]
 ) -> list[Finding]:
@@ -99,8 +97,8 @@ async def traversal(
                 continue
             tool = runtime.registry.get(name, "default")
             path_args = sorted(getattr(tool, "path_arguments", {}))
-            base = _fill(dict(tool.schema().parameters), set(path_args), scratch.canary)
-            before = _snapshot(scratch.outside)
+            base = fill(dict(tool.schema().parameters), set(path_args), scratch.canary)
+            before = snapshot(scratch.outside)
             leaks: list[str] = []
             for raw in corpus:
                 path = raw.replace("/workspace", mount.area.guest).replace(ROOT, str(scratch.root))
@@ -109,7 +107,7 @@ async def traversal(
                     result = await runtime.execute(name, args)
                     if scratch.canary in result.output_text:
                         leaks.append(repr(path))
-            changed = _snapshot(scratch.outside) != before
+            changed = snapshot(scratch.outside) != before
             detail = ", ".join(leaks[:3]) + (" changed the canary" if changed else "")
             found.append(
                 Finding(
@@ -122,11 +120,11 @@ async def traversal(
                 )
             )
             if changed:  # put the canary back for the next tool
-                _restore(scratch)
+                restore(scratch)
     return found
 
 
-def _fill(parameters: dict[str, Any], path_args: set[str], canary: str) -> dict[str, Any]:
+def fill(parameters: dict[str, Any], path_args: set[str], canary: str) -> dict[str, Any]:
     """Values for the other required arguments that would act on the canary."""
     args: dict[str, Any] = {}
     properties: dict[str, Any] = parameters.get("properties", {})
@@ -166,7 +164,7 @@ def _plant(directory: Path, outside: Path) -> None:
         os.mkfifo(directory / "pipe")
 
 
-def _snapshot(directory: Path) -> dict[str, tuple[int, int, int]]:
+def snapshot(directory: Path) -> dict[str, tuple[int, int, int]]:
     return {str(p): (s.st_mode, s.st_size, s.st_mtime_ns) for p, s in _walk(directory)}
 
 
@@ -178,93 +176,6 @@ def _walk(directory: Path) -> Iterator[tuple[Path, os.stat_result]]:
             yield path, path.lstat()
 
 
-def _restore(scratch: Scratch) -> None:
+def restore(scratch: Scratch) -> None:
     (scratch.outside / "secret.txt").unlink(missing_ok=True)
     (scratch.outside / "secret.txt").write_text(scratch.canary)
-
-
-async def races(
-    runtime: Runtime, scratch: Scratch, within_budget: Callable[[], bool]
-) -> list[Finding]:
-    """Every file tool of :data:`RACE_TOOLS` on a name that flips under it, in each mount."""
-    found: list[Finding] = []
-    for mount in scratch.mounts:
-        for name in RACE_TOOLS:
-            if name not in runtime.registry or not within_budget():
-                continue
-            tool = runtime.registry.get(name, "default")
-            path_args = sorted(getattr(tool, "path_arguments", {}))
-            base = _fill(dict(tool.schema().parameters), set(path_args), scratch.canary)
-            listing = name == "file_list"
-            # A listing betrays the canary's directory by the canary's name.
-            tell = "secret.txt" if listing else scratch.canary
-            before = _snapshot(scratch.outside)
-            leaks = 0
-            with _flipping(mount.scratch, scratch.outside, tree=listing) as race:
-                path = f"{mount.area.guest.rstrip('/')}/{race}"
-                args = {**base, **dict.fromkeys(path_args, path)}
-                for _ in range(RACE_CALLS):
-                    if not within_budget():
-                        break
-                    result = await runtime.execute(name, args)
-                    leaks += tell in result.output_text
-            changed = _snapshot(scratch.outside) != before
-            escaped = bool(leaks or changed)
-            detail = f"{leaks} of the calls brought back the canary" if leaks else ""
-            detail += " changed the canary" if changed else ""
-            found.append(
-                Finding(
-                    "races",
-                    f"{name} on {mount.area.guest}",
-                    "a symlink swapped in during the call",
-                    not escaped,
-                    f"{mount.key}: {name} followed a swapped-in symlink" if escaped else "",
-                    detail.strip(),
-                )
-            )
-            if changed:
-                _restore(scratch)
-    return found
-
-
-@contextlib.contextmanager
-def _flipping(home: Path, outside: Path, *, tree: bool) -> Iterator[str]:
-    """A name in ``home`` swapped without pause between a harmless file (or directory)
-    and a symlink to the canary (or its directory) until the body ends; yields the name."""
-    name = "race_dir" if tree else "race"
-    race, aside = home / name, home / (name + ".aside")
-    # A relative link: an absolute one is refused on sight, a relative one only when the
-    # check follows it out of the mount -- the check whose moment the race attacks.
-    out = Path(os.path.relpath(outside, home))
-    stop = threading.Event()
-
-    def flip_file() -> None:
-        aside.symlink_to(out / "secret.txt")
-        os.replace(aside, race)
-        aside.write_text("harmless")
-        os.replace(aside, race)
-
-    def flip_directory() -> None:  # a directory cannot be renamed over a link: two steps
-        os.rename(race, aside)
-        race.symlink_to(out)
-        race.unlink()
-        os.rename(aside, race)
-
-    def flip() -> None:
-        while not stop.is_set():
-            # A tool may have changed the name meanwhile (a write refused half-way): go on.
-            with contextlib.suppress(OSError):
-                (flip_directory if tree else flip_file)()
-
-    if tree:
-        race.mkdir(exist_ok=True)
-        (race / "harmless").write_text("harmless")
-    else:
-        race.write_text("harmless")
-    flipper = threading.Thread(target=flip, daemon=True)
-    flipper.start()
-    try:
-        yield name
-    finally:
-        stop.set()
-        flipper.join()

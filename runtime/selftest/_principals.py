@@ -32,6 +32,7 @@ from toolcage.policies._host_template import HostTemplate
 
 from .._runtime import Runtime
 from .._tool import ToolExecutionContext
+from ._base import AttackContext, Outcome
 from ._report import Finding
 from ._scratch import Scratch
 
@@ -88,7 +89,16 @@ def context(user: str, agent: str) -> ToolExecutionContext:
     )
 
 
-async def attack(
+async def attack(ctx: AttackContext) -> Outcome:
+    """Every probe; a failed control (:class:`ControlFailed`) makes the class not run and
+    drops its findings."""
+    try:
+        return Outcome(await _attack(ctx.runtime, ctx.config, ctx.scratch, ctx.within_budget))
+    except ControlFailed as exc:
+        return Outcome(not_run=[f"principals: {exc}"])
+
+
+async def _attack(
     runtime: Runtime, config: ToolcageConfig, scratch: Scratch, within_budget: Callable[[], bool]
 ) -> list[Finding]:
     """One finding per agent and kind of per-user object; :class:`ControlFailed` when an

@@ -28,6 +28,7 @@ from toolcage.policies._secret_forms import secret_forms
 from toolcage.policies._secrets import SecretConfig, host_patterns
 
 from .._runtime import Runtime
+from ._base import AttackContext, Outcome
 from ._corpora import load_corpus
 from ._recorder import Bait, Recorder
 from ._report import Finding
@@ -45,7 +46,16 @@ WAYS = [(s, m) for s in ("https", "http") for m in ("GET", "POST", "PUT", "DELET
 """Every scheme and method a request may use."""
 
 
-def attack(config: ToolcageConfig) -> list[Finding]:
+async def attack(ctx: AttackContext) -> Outcome:
+    """Each binding asked about hosts it should refuse, then each secret sent for real."""
+    found = bindings(ctx.config)
+    sent_found, skipped = await sent(
+        ctx.runtime, ctx.config, ctx.scratch, ctx.bait, ctx.within_budget
+    )
+    return Outcome(found + sent_found, skipped)
+
+
+def bindings(config: ToolcageConfig) -> list[Finding]:
     found = []
     for name, secret in config.secrets.items():
         key = ""

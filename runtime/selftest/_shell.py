@@ -25,6 +25,7 @@ from toolcage.policies.shell._names import DEFAULT_ALLOW
 
 from .._runtime import Runtime
 from .._tool import DEFAULT_CONTEXT
+from ._base import AttackContext, Outcome
 from ._corpora import load_corpus
 from ._report import Finding
 
@@ -65,7 +66,13 @@ def workspace_of(shell: ShellConfig, base_dir: Path) -> Path:
     return template.path(template.segments(DEFAULT_CONTEXT.principal))
 
 
-async def attack(
+async def attack(ctx: AttackContext) -> Outcome:
+    """The corpus and the probes under the scratch config's ``[shell]``."""
+    shell, base = ctx.scratch.config.shell, ctx.scratch.config.base_dir
+    return Outcome(await _attack(ctx.runtime, shell, base, ctx.within_budget))
+
+
+async def _attack(
     runtime: Runtime, shell: ShellConfig, base_dir: Path, within_budget: Callable[[], bool]
 ) -> list[Finding]:
     if shell.mode is ShellMode.HOST:

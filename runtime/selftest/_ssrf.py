@@ -32,6 +32,7 @@ from toolcage.policies import EgressConfig
 from toolcage.policies._egress import parse_private_exception
 
 from .._runtime import Runtime
+from ._base import AttackContext, Outcome
 from ._corpora import load_corpus
 from ._recorder import REDIRECT_CODES, Recorder
 from ._report import Finding
@@ -113,7 +114,18 @@ def cases() -> list[tuple[str, str]]:
     return found
 
 
-async def attack(
+async def attack(ctx: AttackContext) -> Outcome:
+    """The corpus's URLs, then its redirects, through each network tool."""
+    egress = ctx.config.egress
+    found = await direct(ctx.runtime, egress, ctx.within_budget)
+    canary = (ctx.scratch.outside / "secret.txt", ctx.scratch.canary)
+    hops, skipped = await redirects(
+        ctx.runtime, egress, ctx.bait.redirector, canary, ctx.within_budget
+    )
+    return Outcome(found + hops, skipped)
+
+
+async def direct(
     runtime: Runtime, egress: EgressConfig, within_budget: Callable[[], bool]
 ) -> list[Finding]:
     """One finding per network tool and payload class."""
