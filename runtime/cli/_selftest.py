@@ -8,8 +8,10 @@ Prints one line per attack class (held, or ESCAPED with the config key responsib
 with ``--json`` one JSON document; ``--junit FILE`` also writes JUnit XML for a CI's test
 report. Progress goes to stderr, on a terminal only. Exit status: 0 when every attack
 held, 1 when one escaped, 2 for bad usage or a config that does not load, 3 when a class
-could not run (its control call failed: the runtime, not the config, is broken). A class
-the config has nothing of (no shell, no network tool, no secret) is listed as skipped.
+could not run: its control call failed (the runtime, not the config, is broken), or the
+``--budget`` ran out before it started or while it ran (what it did not try did not hold;
+the reason names ``--budget`` and its seconds). A class the config has nothing of (no
+shell, no network tool, no secret) is listed as skipped.
 """
 
 from __future__ import annotations

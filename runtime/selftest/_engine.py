@@ -5,8 +5,9 @@ config (:mod:`._scratch`) exactly as a host builds one, privileged calls approve
 selftest stands in for an approver who says yes to everything, the worst case). A class
 the config has nothing of is skipped; any other first runs its control (:mod:`._controls`),
 and one whose control fails is reported as not run instead of attacking a runtime that
-refuses everything. A class checks the time budget between attacks; what it had no time
-for is listed as skipped.
+refuses everything. A class checks the time budget between attacks; a class the budget
+left no time for, or cut short, is reported as not run (naming ``--budget``): what it did
+not try did not hold, so the run does not pass.
 
 The classes are one table, :data:`ATTACKS`, of :class:`~._base.AttackClass` values (name,
 skip check, control, attack), each attack the one entry point of its module; the run is
@@ -57,12 +58,14 @@ async def run_selftest(
     only: Iterable[str] = CLASSES,
     budget: float = 50.0,
     progress: Progress | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Report:
     """Attack the config at ``config_path`` (``None``: the embedded default).
 
-    Raises :class:`~toolcage.policies.ConfigError` for a config that does not load or fit.
+    ``clock`` measures the budget (seconds). Raises :class:`~toolcage.policies.ConfigError`
+    for a config that does not load or fit.
     """
-    started = time.monotonic()
+    started = clock()
     wanted = [c for c in ATTACKS if c.name in set(only)]
     config = load_config(config_path)
     path = None if config_path is None else Path(config_path)
@@ -72,8 +75,10 @@ async def run_selftest(
     scratch.config = admit(scratch.config, tuple(r.address for r in bait.all()))
     scratch.config = _secrets.bind_control(scratch.config, bait.bound.address)
 
+    limit = f"(--budget {budget:g} s)"
+
     def within_budget() -> bool:
-        return time.monotonic() - started < budget
+        return clock() - started < budget
 
     def say(what: str) -> None:
         if progress is not None:
@@ -86,7 +91,7 @@ async def run_selftest(
             for attack in wanted:
                 say(attack.name)
                 if not within_budget():
-                    report.skipped.append(f"{attack.name}: the time budget ({budget:g} s) ran out")
+                    report.not_run.append(f"{attack.name}: the time budget ran out {limit}")
                     continue
                 skip = attack.skip(ctx)
                 if skip is not None:
@@ -101,13 +106,11 @@ async def run_selftest(
                 report.skipped += outcome.skipped
                 report.not_run += outcome.not_run
                 if not outcome.not_run and not within_budget():
-                    report.skipped.append(
-                        f"{attack.name}: cut short by the time budget ({budget:g} s)"
-                    )
+                    report.not_run.append(f"{attack.name}: cut short by the time budget {limit}")
         if config.mcp.servers:
             report.skipped.append("mcp: the config's MCP servers were not started")
     finally:
         bait.close()
         scratch.remove()
-    report.seconds = time.monotonic() - started
+    report.seconds = clock() - started
     return report

@@ -3,10 +3,11 @@
 A finding is *held* when the config refused the attack (or the attack reached nothing), and
 *escaped* when it got through; an escape names the payload class that got through and the
 config key responsible, so that the operator knows which line of the config to change. A
-class whose control call failed (:mod:`._controls`) *could not run*: a run passes only when
-nothing escaped and every class ran. The report prints as text for people, as JSON for
-machines and as JUnit XML for CI, one ``testcase`` per finding (a ``failure`` for each
-escape, an ``error`` for a class not run), in the shape pytest writes.
+class whose control call failed (:mod:`._controls`), or that the time budget left no room
+for or cut short, *could not run*: a run passes only when nothing escaped and every class
+ran. The report prints as text for people, as JSON for machines and as JUnit XML for CI,
+one ``testcase`` per finding (a ``failure`` for each escape, an ``error`` for a class not
+run), in the shape pytest writes.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class Report:
     skipped: list[str] = field(default_factory=list)
     """Classes or parts not run, each with why (the time budget, a disabled shell, ...)."""
     not_run: list[str] = field(default_factory=list)
-    """Classes whose control failed (``class: why``): the runtime did not work for them."""
+    """Classes whose control failed, or that the time budget stopped (``class: why``)."""
     seconds: float = 0.0
 
     @property
@@ -106,23 +107,30 @@ class Report:
 
     def to_junit(self) -> str:
         """JUnit XML: a ``testsuites`` root with one ``testsuite`` per attack class, one
-        ``testcase`` per (target, payload class), a ``failure`` listing its escapes; a class
-        that could not run is a suite of one ``testcase`` with an ``error``."""
+        ``testcase`` per (target, payload class), a ``failure`` listing its escapes; each
+        part of a class that could not run (a failed control, the time budget) is one more
+        ``testcase`` of its suite, named ``not run``, with an ``error``."""
         root = ET.Element("testsuites", name="toolcage selftest")
         grouped: dict[str, dict[tuple[str, str], list[Finding]]] = {}
         for f in self.findings:
             grouped.setdefault(f.attack, {}).setdefault((f.target, f.payload), []).append(f)
+        errors: dict[str, list[str]] = {}
+        for line in self.not_run:
+            attack, _, why = line.partition(": ")
+            grouped.setdefault(attack, {})
+            errors.setdefault(attack, []).append(why)
         for attack, cases in grouped.items():
             failures = sum(any(not f.held for f in found) for found in cases.values())
+            broken = errors.get(attack, [])
             suite = ET.SubElement(
                 root,
                 "testsuite",
                 name=f"selftest.{attack}",
-                tests=str(len(cases)),
+                tests=str(len(cases) + len(broken)),
                 failures=str(failures),
-                errors="0",
+                errors=str(len(broken)),
                 skipped="0",
-                time=f"{self.seconds:.3f}",
+                time=f"{self.seconds:.3f}" if cases else "0.000",
             )
             for (target, payload), found in cases.items():
                 case = ET.SubElement(
@@ -132,20 +140,11 @@ class Report:
                 if escaped:
                     failure = ET.SubElement(case, "failure", message=escaped[0].key)
                     failure.text = "\n".join(f"{f.key}: {f.detail}" for f in escaped)
-        for line in self.not_run:
-            attack, _, why = line.partition(": ")
-            suite = ET.SubElement(
-                root,
-                "testsuite",
-                name=f"selftest.{attack}",
-                tests="1",
-                failures="0",
-                errors="1",
-                skipped="0",
-                time="0.000",
-            )
-            case = ET.SubElement(suite, "testcase", classname=f"selftest.{attack}", name="control")
-            ET.SubElement(case, "error", message=f"could not run: {why}").text = why
+            for why in broken:
+                case = ET.SubElement(
+                    suite, "testcase", classname=f"selftest.{attack}", name="not run"
+                )
+                ET.SubElement(case, "error", message=f"could not run: {why}").text = why
         return ET.tostring(root, encoding="unicode", xml_declaration=True)
 
 

@@ -175,6 +175,31 @@ class TestControls:
         assert line.startswith("shell: ")
 
 
+class TestBudget:
+    """A class the time budget left no room for, or cut short, did not hold: it did not run."""
+
+    def test_a_class_out_of_time_is_not_run(self, tmp_path: Path) -> None:
+        junit = tmp_path / "out.xml"
+        args = ("--only", "paths,shell", "--budget", "0.001", "--json", "--junit", str(junit))
+        done = selftest(*args, cwd=tmp_path)
+        assert done.returncode == 3, done.stdout + done.stderr
+        data = report(done)
+        assert (data["passed"], data["held"]) == (False, True)
+        # loading the config and starting the runtime alone take longer than a millisecond
+        assert [line.split(":")[0] for line in data["not_run"]] == ["paths", "shell"]
+        assert all("--budget 0.001" in line for line in data["not_run"]), data["not_run"]
+        root = ET.parse(junit).getroot()  # noqa: S314 (our own output)
+        errors = [e.get("message") or "" for e in root.iter("error")]
+        assert len(errors) == 2
+        assert all(e.startswith("could not run: ") and "--budget" in e for e in errors)
+
+    def test_the_text_report_says_so(self, tmp_path: Path) -> None:
+        done = selftest("--only", "paths", "--budget", "0.001", cwd=tmp_path)
+        assert done.returncode == 3, done.stdout + done.stderr
+        assert "NOT RUN  paths: " in done.stdout
+        assert done.stdout.splitlines()[-1].startswith("1 classes could not run")
+
+
 class TestUsage:
     def test_an_unknown_class(self, tmp_path: Path) -> None:
         done = selftest("--only", "paths,dns", cwd=tmp_path)

@@ -91,3 +91,12 @@ class TestJunit:
             error.get("message")
             == "could not run: shell_exec `echo` failed (bwrap is not installed)"
         )
+
+    def test_a_class_cut_short_is_an_error_in_its_own_suite(self) -> None:
+        cut = "paths: cut short by the time budget (--budget 5 s)"
+        suites = self.parse(report(HELD, not_run=(cut,)))
+        assert set(suites) == {"selftest.paths"}  # one suite, not a second of the same name
+        paths = suites["selftest.paths"]
+        assert (paths.get("tests"), paths.get("errors"), paths.get("failures")) == ("2", "1", "0")
+        [error] = paths.iter("error")
+        assert error.get("message") == "could not run: cut short by the time budget (--budget 5 s)"
