@@ -85,7 +85,9 @@ async def run_selftest(
             progress(what)
 
     try:
-        runtime = Runtime.from_config(scratch.config, approval=CallbackApproval(_approve))
+        runtime = Runtime.from_config(
+            scratch.config, approval=CallbackApproval(_approve), channel=bait.mailbox
+        )
         async with runtime:
             ctx = AttackContext(runtime, config, path, scratch, bait, within_budget)
             for attack in wanted:

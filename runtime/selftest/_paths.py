@@ -6,27 +6,37 @@ system's own directories or the selftest's canary (in the temporary directory) h
 to every tool it is granted to, whatever the path checks do -- a mount of ``/`` holds them
 all. *Traversal* plants the corpus's traps (links out of the mount, link chains and loops,
 a hard link to the canary, a FIFO) in each scratch mount and sends every path of
-:func:`~._path_corpus.hostile_paths` through each file tool with ``Runtime.execute``: the
-canary's text in any output, or any change beside the mounts, is an escape.
+:func:`~._path_corpus.hostile_paths` through each file tool with ``Runtime.execute``, and
+through ``attachment_save`` (with an attachment of the turn to overwrite what it reaches)
+and ``send_media`` (with the recording channel, :class:`~._recorder.Mailbox`): the canary's
+text in any output or in a file sent to the channel, or any change beside the mounts, is an
+escape.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from toolcage.policies import ToolcageConfig
 
+from .._errors import ErrorKind
 from .._runtime import Runtime
+from .._tool import Attachment, ToolExecutionContext
 from ._base import AttackContext, Outcome
 from ._path_corpus import ROOT, hostile_paths
+from ._recorder import Mailbox
 from ._report import Finding
 from ._scratch import Scratch
 
 FILE_TOOLS = ("file_read", "file_list", "file_search", "file_write", "file_edit", "file_delete")
+PATH_TOOLS = (*FILE_TOOLS, "attachment_save", "send_media")
+"""What the corpus goes through: the file tools, saving an attachment of the turn to a
+path, and sending a file at a path through the host's channel."""
 SYSTEM = (Path("/etc"), Path("/proc"), Path("/sys"), Path("/dev"), Path("/root"))
 
 
@@ -80,32 +90,38 @@ def _within(path: Path, directory: Path) -> bool:
 async def attack(ctx: AttackContext) -> Outcome:
     """What each real mount exposes, then the corpus through the file tools."""
     found = exposure(ctx.config, ctx.config_path, ctx.scratch)
-    found += await traversal(ctx.runtime, ctx.scratch, ctx.within_budget)
-    return Outcome(found)
+    outcome = await traversal(ctx.runtime, ctx.scratch, ctx.bait.mailbox, ctx.within_budget)
+    outcome.findings[:0] = found
+    return outcome
 
 
 async def traversal(
-    runtime: Runtime, scratch: Scratch, within_budget: Callable[[], bool]
-) -> list[Finding]:
-    """The corpus through every file tool on every scratch mount."""
-    found: list[Finding] = []
+    runtime: Runtime, scratch: Scratch, mailbox: Mailbox, within_budget: Callable[[], bool]
+) -> Outcome:
+    """The corpus through every tool of :data:`PATH_TOOLS` on every scratch mount; a tool
+    of :func:`_plain` whose plain call fails on a mount granted to it is not run."""
+    done = Outcome()
+    found = done.findings
     corpus = hostile_paths()
     for mount in scratch.mounts:
         _plant(mount.scratch, scratch.outside)
-        for name in FILE_TOOLS:
+        for name in PATH_TOOLS:
             if name not in runtime.registry or not within_budget():
                 continue
             tool = runtime.registry.get(name, "default")
             path_args = sorted(getattr(tool, "path_arguments", {}))
             base = fill(dict(tool.schema().parameters), set(path_args), scratch.canary)
-            before = snapshot(scratch.outside)
+            context = _context(name, base)
+            before, sent = snapshot(scratch.outside), len(mailbox.sent)
             leaks: list[str] = []
             for raw in corpus:
                 path = raw.replace("/workspace", mount.area.guest).replace(ROOT, str(scratch.root))
                 for arg in path_args:
                     args = {**base, **dict.fromkeys(path_args, "."), arg: path}
-                    result = await runtime.execute(name, args)
-                    if scratch.canary in result.output_text:
+                    result = await runtime.execute(name, args, context)
+                    carried = mailbox.carried(sent, scratch.canary)
+                    sent = len(mailbox.sent)
+                    if carried or scratch.canary in result.output_text:
                         leaks.append(repr(path))
             changed = snapshot(scratch.outside) != before
             detail = ", ".join(leaks[:3]) + (" changed the canary" if changed else "")
@@ -121,7 +137,57 @@ async def traversal(
             )
             if changed:  # put the canary back for the next tool
                 restore(scratch)
-    return found
+            failed = await _plain(runtime, name, mount.area.guest, mount.scratch, mailbox, context)
+            if failed is not None:
+                done.not_run.append(f"paths: {name} on {mount.area.guest}: {failed}")
+    return done
+
+
+async def _plain(
+    runtime: Runtime,
+    name: str,
+    guest: str,
+    directory: Path,
+    mailbox: Mailbox,
+    context: ToolExecutionContext | None,
+) -> str | None:
+    """The control of a tool whose effect no output shows: ``send_media`` sends a planted
+    file that must reach the channel, ``attachment_save`` saves the attachment of the turn,
+    which must land in the mount. ``None`` when it worked or the tool is refused the mount
+    (then its attacks were refused for that alone, as a file tool's on a mount not granted
+    to it), else why it failed."""
+    if name == "send_media":
+        token = "selftest-media-" + secrets.token_hex(8)
+        (directory / "selftest-media.txt").write_text(token)
+        sent = len(mailbox.sent)
+        result = await runtime.execute(name, {"path": f"{guest}/selftest-media.txt"}, context)
+        worked = mailbox.carried(sent, token)
+    elif name == "attachment_save" and context is not None:
+        (directory / "selftest-saved.txt").unlink(missing_ok=True)
+        [attachment] = context.attachments
+        args = {"attachment": attachment.name, "path": f"{guest}/selftest-saved.txt"}
+        result = await runtime.execute(name, args, context)
+        saved = directory / "selftest-saved.txt"
+        worked = saved.exists() and saved.read_bytes() == attachment.data
+    else:
+        return None
+    if worked or (result.error is not None and result.error.kind is ErrorKind.PERMISSION_DENIED):
+        return None
+    return f"a plain call failed ({result.output_text[:200]})"
+
+
+def _context(name: str, base: dict[str, Any]) -> ToolExecutionContext | None:
+    """The call's context: ``attachment_save`` gets an attachment of the turn (and leave
+    to overwrite) that would replace whatever an escape reached; ``send_media`` a channel
+    to send to, where the canary's bytes would arrive."""
+    if name == "attachment_save":
+        base["overwrite"] = True
+        return ToolExecutionContext(
+            attachments=(Attachment(base["attachment"], "text/plain", b"PWNED"),)
+        )
+    if name == "send_media":
+        return ToolExecutionContext(channel_id="selftest")
+    return None
 
 
 def fill(parameters: dict[str, Any], path_args: set[str], canary: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
+from toolcage.host_bindings import ChannelMessage
 from toolcage.policies import ToolcageConfig
 
 REDIRECT_CODES = (301, 302, 307, 308)
@@ -79,11 +80,27 @@ class Recorder:
         self._thread.join()
 
 
-class Bait:
-    """The recorders of a run: a redirector, a host the secrets are bound to (in the scratch
-    config only) and a host they are not bound to."""
+class Mailbox:
+    """The host's channel in a selftest: keeps every message (``send_media`` delivers there)."""
 
     def __init__(self) -> None:
+        self.sent: list[ChannelMessage] = []
+
+    async def send(self, message: ChannelMessage) -> None:
+        self.sent.append(message)
+
+    def carried(self, since: int, text: str) -> bool:
+        """Whether a message after the first ``since`` attached a file holding ``text``."""
+        data = text.encode()
+        return any(data in a.data for m in self.sent[since:] for a in m.attachments)
+
+
+class Bait:
+    """The recorders of a run: a redirector, a host the secrets are bound to (in the scratch
+    config only), a host they are not bound to, and the channel."""
+
+    def __init__(self) -> None:
+        self.mailbox = Mailbox()
         self.redirector = Recorder()
         self.bound = Recorder()
         self.unbound = Recorder()

@@ -296,6 +296,26 @@ class TestRaces:
             assert cases[case] is True
 
 
+class TestAttachmentsAndMedia:
+    """``attachment_save`` and ``send_media`` take the path corpus too. No config lets
+    either out of a scratch mount, so the direction shown is the one that holds; each
+    tool's plain call on each mount (a file sent reaches the channel, where the canary's
+    bytes are looked for; an attachment saved lands in the mount) makes it mean something,
+    and a plain call that fails would be reported as not run."""
+
+    def test_the_default_holds(self, tmp_path: Path) -> None:
+        junit = tmp_path / "out.xml"
+        done = selftest("--only", "paths", "--json", "--junit", str(junit), cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert report(done)["not_run"] == []  # every plain call worked, or was refused the mount
+        cases = junit_cases(junit)
+        for tool in ("attachment_save", "send_media"):
+            for mount in ("/workspace", "/shared", "/tmp"):
+                case = f"selftest.paths: {tool} on {mount}: "
+                case += "path traversal, symlinks, hard links, encodings"
+                assert cases[case] is True
+
+
 SECRETS = """
 [secrets.api]
 from_env = "SELFTEST_UNSET_A"
