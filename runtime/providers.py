@@ -1,41 +1,8 @@
 """Provider adapters: one wire format each, behind :class:`ProviderAdapter`.
 
 The public names of :mod:`toolcage.runtime.agent.providers`, where the adapters live beside
-the agent loop that uses them.
+the agent loop that uses them (and where they are listed, once).
 """
 
-from .agent.providers import (
-    AnthropicAdapter,
-    AssistantMessage,
-    GeminiAdapter,
-    Message,
-    ModelRequest,
-    ModelResponse,
-    OpenAIChatAdapter,
-    OpenAIResponsesAdapter,
-    ProviderAdapter,
-    StreamDecoder,
-    ToolOutcome,
-    ToolResultsMessage,
-    Usage,
-    UserMessage,
-    gemini_schema,
-)
-
-__all__ = [
-    "AnthropicAdapter",
-    "AssistantMessage",
-    "GeminiAdapter",
-    "Message",
-    "ModelRequest",
-    "ModelResponse",
-    "OpenAIChatAdapter",
-    "OpenAIResponsesAdapter",
-    "ProviderAdapter",
-    "StreamDecoder",
-    "ToolOutcome",
-    "ToolResultsMessage",
-    "Usage",
-    "UserMessage",
-    "gemini_schema",
-]
+from .agent.providers import *  # noqa: F403 -- this module is their public face
+from .agent.providers import __all__ as __all__

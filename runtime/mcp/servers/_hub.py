@@ -108,6 +108,8 @@ class McpHub:
         async def start() -> None:
             for connection in self.connections:
                 if connection.failure is not None and connection.disabled is None:
+                    # known before the task first runs: a call made meanwhile is told when
+                    self._next_attempt[connection.server.name] = self._clock() + retry_delay(0)
                     self.task_group.start_soon(self._retry, connection, on_ready)
 
         self.portal.call(start)
