@@ -87,7 +87,13 @@ class ConnectionPool:
             conn.enable_load_extension(False)
             if wal:
                 conn.set_busy_timeout(self._busy_timeout_ms)
-                conn.execute("PRAGMA journal_mode = WAL")
+                # A switch into WAL that meets another connection's lock fails at once,
+                # without the busy handler: two processes opening a new store both try it.
+                waits.retried(
+                    lambda: conn.execute("PRAGMA journal_mode = WAL"),
+                    self._busy_timeout_ms / 1000,
+                    (apsw.BusyError,),
+                )
                 conn.execute("PRAGMA synchronous = NORMAL")
         except BaseException:
             conn.close()

@@ -22,9 +22,16 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
+from typing import TypeVar
+
+T = TypeVar("T")
 
 MARGIN = 0.25
 """Seconds before the call's deadline by which a write must have committed."""
+
+FIRST_PAUSE = 0.001
+LAST_PAUSE = 0.05
+"""Seconds between tries on a contended lock: doubling from the first to the last."""
 
 _deadline: ContextVar[float | None] = ContextVar("toolcage_store_deadline", default=None)
 _landed: ContextVar[Callable[[], None] | None] = ContextVar("toolcage_store_landed", default=None)
@@ -69,3 +76,18 @@ def expired() -> bool:
 def bounded() -> bool:
     """Whether a call's deadline bounds the waits of this context."""
     return _deadline.get() is not None
+
+
+def retried(attempt: Callable[[], T], longest: float, busy: tuple[type[BaseException], ...]) -> T:
+    """``attempt()``, tried again after growing pauses while it raises one of ``busy``,
+    until :func:`budget` of ``longest`` is spent; then its last error is raised."""
+    give_up = time.monotonic() + budget(longest)
+    pause = FIRST_PAUSE
+    while True:
+        try:
+            return attempt()
+        except busy:
+            if time.monotonic() + pause >= give_up:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, LAST_PAUSE)

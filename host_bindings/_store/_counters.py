@@ -35,7 +35,6 @@ growing while writes keep coming); the writes it holds up meanwhile go to a work
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,10 +80,6 @@ now``)."""
 RETURN_BYTES = "UPDATE rate_counters SET level = max(0, level - ?3) WHERE key = ?1 AND stamp = ?2"
 """Give back what a take granted and nobody used (bound as ``key, window start,
 amount``): only while the same window lasts."""
-
-FIRST_PAUSE = 0.001
-LAST_PAUSE = 0.05
-"""Seconds between tries on a contended lock: doubling from the first to the last."""
 
 CHECKPOINT_PAGES = 1000
 """Log pages after which a background thread checkpoints (SQLite's own default)."""
@@ -174,17 +169,13 @@ class EmbeddedCounters:
     def _waiting(self, statements: Sequence[Statement], keep: Keep | None) -> Applied:
         """:func:`_run` on a pooled connection, again while the lock is contended, until the
         busy timeout or the call's deadline."""
-        give_up = time.monotonic() + waits.budget(BUSY_TIMEOUT_MS / 1000)
-        pause = FIRST_PAUSE
-        while True:
-            try:
-                with self._pool.connection() as conn:
-                    return _run(conn, statements, keep)
-            except (apsw.BusyError, apsw.LockedError):
-                if time.monotonic() + pause >= give_up:
-                    raise
-            time.sleep(pause)
-            pause = min(pause * 2, LAST_PAUSE)
+
+        def attempt() -> Applied:
+            with self._pool.connection() as conn:
+                return _run(conn, statements, keep)
+
+        busy = (apsw.BusyError, apsw.LockedError)
+        return waits.retried(attempt, BUSY_TIMEOUT_MS / 1000, busy)
 
     def _open(self) -> apsw.Connection:
         if self._pool.closed:

@@ -188,6 +188,27 @@ class TestConcurrentWriters:
             assert hits[0].note_id == f"note-{prefix}-149"
         store.close()
 
+    def test_a_new_store_opens_while_another_connection_writes_it(self, tmp_path: Path) -> None:
+        # Switching a new file into WAL while another connection is writing it fails at
+        # once, without SQLite's busy handler, as two processes opening a new store at once
+        # do: the open tries again until the lock is free.
+        path = tmp_path / "state.db"
+        writer = apsw.Connection(str(path))
+        writer.execute("CREATE TABLE held (n)")
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("INSERT INTO held VALUES (1)")
+        opened: list[object] = []
+        opener = threading.Thread(
+            target=lambda: opened.append(open_store("sqlite:state.db", base_dir=tmp_path))
+        )
+        opener.start()
+        opener.join(0.5)
+        writer.execute("COMMIT")
+        writer.close()
+        opener.join()
+        assert len(opened) == 1
+        opened[0].close()  # type: ignore[attr-defined]
+
 
 class TestKilledWriter:
     def test_sigkill_while_saving_leaves_a_consistent_database(self, tmp_path: Path) -> None:
