@@ -75,18 +75,20 @@ class Report:
             lines.append(f"{verdict:<8} {attack:<10} {held} held, {escaped} escaped")
         lines.extend(f"NOT RUN  {why}" for why in self.not_run)
         lines.extend(f"skip     {why}" for why in self.skipped)
-        for f in _first_per_key(self.escapes):
-            lines.append(f"  {f.attack}: {f.key}")
+        for f, times in _first_per_key(self.escapes):
+            lines.append(
+                f"  {f.attack}: {f.key}" + (f" ({_many(times, 'attack')})" if times > 1 else "")
+            )
             lines.append(f"    {f.payload} via {f.target}: {f.detail}")
         if not self.held:
-            ok = f"{len(self.escapes)} attacks escaped"
+            ok = f"{_many(len(self.escapes), 'attack')} escaped"
         elif self.not_run:
-            ok = f"{len(self.not_run)} classes could not run"
+            ok = f"{_many(len(self.not_run), 'class', 'classes')} could not run"
         elif self.findings:
             ok = "every attack held"
         else:
             ok = "nothing attacked: every class was skipped"
-        lines.append(f"{ok} ({len(self.findings)} attacks, {self.seconds:.1f} s)")
+        lines.append(f"{ok} ({_many(len(self.findings), 'attack')}, {self.seconds:.1f} s)")
         return "\n".join(lines)
 
     def to_json(self) -> str:
@@ -148,12 +150,14 @@ class Report:
         return ET.tostring(root, encoding="unicode", xml_declaration=True)
 
 
-def _first_per_key(escapes: list[Finding], most: int = 40) -> list[Finding]:
-    """One escape per (class, key), so a wide-open key is one line, not hundreds."""
-    seen: set[tuple[str, str]] = set()
-    shown: list[Finding] = []
+def _first_per_key(escapes: list[Finding], most: int = 40) -> list[tuple[Finding, int]]:
+    """The first escape per (class, key) with how many share it, so a wide-open key is
+    one line, not hundreds."""
+    counted: dict[tuple[str, str], list[Finding]] = {}
     for f in escapes:
-        if (f.attack, f.key) not in seen and len(shown) < most:
-            seen.add((f.attack, f.key))
-            shown.append(f)
-    return shown
+        counted.setdefault((f.attack, f.key), []).append(f)
+    return [(same[0], len(same)) for same in list(counted.values())[:most]]
+
+
+def _many(n: int, one: str, more: str = "") -> str:
+    return f"{n} {one if n == 1 else more or one + 's'}"

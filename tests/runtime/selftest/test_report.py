@@ -35,7 +35,13 @@ class TestVerdict:
         done = report(HELD, ESCAPED)
         assert (done.held, done.passed, exit_status(done)) == (False, False, 1)
         assert "ESCAPED  ssrf" in done.text()
-        assert f"  ssrf: {ESCAPED.key}" in done.text()
+        assert f"  ssrf: {ESCAPED.key}\n" in done.text()
+        assert done.text().splitlines()[-1] == "1 attack escaped (2 attacks, 1.5 s)"
+
+    def test_escapes_through_one_key_are_one_entry_with_their_count(self) -> None:
+        done = report(ESCAPED, ESCAPED, ESCAPED)
+        assert f"  ssrf: {ESCAPED.key} (3 attacks)" in done.text()
+        assert done.text().count(ESCAPED.detail) == 1
 
     def test_a_class_not_run_fails_apart_from_an_escape(self) -> None:
         done = report(HELD, not_run=(NOT_RUN,))
