@@ -104,19 +104,33 @@ class SidecarLauncher:
         return socket_path
 
     def _spawn(self) -> tuple[subprocess.Popen[bytes], Path]:
-        """Stop any old daemon, then start one in a fresh private directory (blocking)."""
+        """Stop any old daemon, then start one in a fresh private directory (blocking);
+        :class:`SidecarUnavailable` naming the cause when the process cannot be made."""
         self._stop()
-        directory = Path(tempfile.mkdtemp(prefix="toolcage-shell-", dir=self.runtime_dir))
+        try:
+            directory = Path(tempfile.mkdtemp(prefix="toolcage-shell-", dir=self.runtime_dir))
+        except OSError as exc:
+            raise SidecarUnavailable(
+                f"the shell sidecar could not start: no private directory in"
+                f" {self.runtime_dir or tempfile.gettempdir()} ({exc.strerror})"
+            ) from None
         argv = [self.python, "-m", "toolcage.sidecar", "--socket", str(directory / "sidecar.sock")]
         argv += ["--config-stdin", "--exit-with-stdin"]
-        with open(directory / "sidecar.log", "wb") as log:
-            process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                start_new_session=True,
-            )
+        try:
+            with open(directory / "sidecar.log", "wb") as log:
+                process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+                    argv,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    start_new_session=True,
+                )
+        except OSError as exc:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise SidecarUnavailable(
+                f"the shell sidecar could not start: {self.python} cannot be run as uid"
+                f" {os.geteuid()} ({exc.strerror})"
+            ) from None
         self._process, self._directory = process, directory
         if process.stdin is not None:
             with contextlib.suppress(BrokenPipeError):

@@ -97,6 +97,21 @@ class TestLauncher:
             with pytest.raises(SidecarUnavailable, match="is not a directory"):
                 await client.ping()
 
+    async def test_an_interpreter_that_cannot_be_run_says_why(
+        self, workspace: Path, tmp_path: Path
+    ) -> None:
+        unrunnable = tmp_path / "python"
+        unrunnable.write_text("")  # not executable
+        runtime_dir = tmp_path / "run"
+        runtime_dir.mkdir()
+        launcher = SidecarLauncher(
+            ShellConfig(workspace=workspace), runtime_dir=runtime_dir, python=str(unrunnable)
+        )
+        async with SidecarClient(launcher) as client:
+            with pytest.raises(SidecarUnavailable, match=f"{unrunnable} cannot be run as uid"):
+                await client.ping()
+        assert not list(runtime_dir.iterdir())  # its private directory is removed
+
 
 def run_sidecar(
     config: ShellConfig, *, env: dict[str, str] | None = None, socket_dir: Path | None = None

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,18 @@ def selftest(
     )
 
 
+def as_nobody_helper(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    helper = Path(__file__).with_name("selftest_as_nobody.py")
+    return subprocess.run(
+        [sys.executable, str(helper), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
 def report(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(done.stdout)
     return data
@@ -49,6 +63,26 @@ class TestConfigsThatHold:
         assert all(v["held"] > 0 for v in data["summary"].values())
         assert done.stderr == ""  # no progress off a terminal
         assert not (tmp_path / "workspace").exists()  # the operator's world is untouched
+
+    @pytest.mark.skipif(os.geteuid() != 0, reason="the drop to uid 65534 needs root")
+    def test_as_an_unprivileged_user_it_holds_as_it_does_as_root(self, tmp_path: Path) -> None:
+        # The shell class is left out: its sidecar is this interpreter, which uid 65534
+        # may not be able to run (its files sit under root's home here).
+        args = ["--", "--json", "--only", "paths,races,ssrf,secrets,principals"]
+        modules = str(tmp_path / "modules.json")
+        home = tempfile.mkdtemp(prefix="toolcage-nobody-")  # tmp_path is root's only
+        os.chown(home, 65534, 65534)
+        try:
+            as_root = as_nobody_helper("record", modules, *args, cwd=tmp_path)
+            as_nobody = as_nobody_helper("drop", modules, home, *args, cwd=tmp_path)
+        finally:
+            shutil.rmtree(home)
+        for done in (as_root, as_nobody):
+            assert done.returncode == 0, done.stdout + done.stderr
+        held = report(as_nobody)
+        assert held["summary"] == report(as_root)["summary"]
+        assert (held["held"], held["not_run"]) == (True, [])
+        assert set(held["summary"]) == {"paths", "races", "ssrf", "principals"}
 
     @pytest.mark.parametrize("number", range(len(blocks("toml"))))
     def test_the_readme_examples(self, number: int, tmp_path: Path) -> None:
