@@ -191,7 +191,7 @@ class TestControls:
         assert done.returncode == 3, done.stdout + done.stderr
         assert "NOT RUN  shell: shell_exec `echo` failed" in done.stdout
         assert "bwrap" in done.stdout
-        assert done.stdout.splitlines()[-1].startswith("1 classes could not run")
+        assert done.stdout.splitlines()[-1].startswith("1 class could not run")
         root = ET.parse(junit).getroot()  # noqa: S314 (our own output)
         [shell] = [s for s in root.iter("testsuite") if s.get("name") == "selftest.shell"]
         assert shell.get("errors") == "1"
@@ -231,7 +231,7 @@ class TestBudget:
         done = selftest("--only", "paths", "--budget", "0.001", cwd=tmp_path)
         assert done.returncode == 3, done.stdout + done.stderr
         assert "NOT RUN  paths: " in done.stdout
-        assert done.stdout.splitlines()[-1].startswith("1 classes could not run")
+        assert done.stdout.splitlines()[-1].startswith("1 class could not run")
 
 
 class TestUsage:
