@@ -363,20 +363,52 @@ def build_tool(source: Path, out_dir: Path | None = None) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``python -m toolcage.wasm_tools.build [--force]``, or
-    ``python -m toolcage.wasm_tools.build --tool NAME.c [--out DIR]`` for one operator tool."""
+    """Command line: ``python -m toolcage.wasm_tools.build [--force]`` (the C guests and
+    ``python_exec.wasm``, see :mod:`._python_build`),
+    ``python -m toolcage.wasm_tools.build --tool NAME.c [--out DIR]`` for one operator tool, or
+    ``... --python-exec --packages SPEC [SPEC ...] --out FILE`` for a python_exec component
+    that bundles an operator's pure-Python packages."""
     args = list(sys.argv[1:] if argv is None else argv)
     if "--tool" in args:
         return _main_tool(args)
+    from . import _python_build as python  # here: build_backend loads build.py alone
+
+    if "--python-exec" in args:
+        return _main_python(args)
     try:
         built = build_all(force="--force" in args)
-    except BuildError as exc:
+        if python.build_default(force="--force" in args):
+            built.append(python.COMPONENT)
+    except (BuildError, python.PythonBuildError) as exc:
         print(exc, file=sys.stderr)
         return 1
     for path in built:
         print(f"built {path.relative_to(HERE.parent)}")
     if not built:
         print("wasm modules are up to date")
+    return 0
+
+
+def _main_python(args: list[str]) -> int:
+    from . import _python_build as python
+
+    parser = argparse.ArgumentParser(prog="python -m toolcage.wasm_tools.build --python-exec")
+    parser.add_argument("--python-exec", action="store_true", required=True)
+    parser.add_argument(
+        "--packages",
+        nargs="+",
+        default=[],
+        metavar="SPEC",
+        help="pip requirement specifiers of pure-Python packages to bundle",
+    )
+    parser.add_argument("--out", type=Path, required=True, help="the component written")
+    options = parser.parse_args(args)
+    try:
+        built = python.build_with_packages(options.packages, options.out)
+    except python.PythonBuildError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(f"built {built}")
     return 0
 
 
