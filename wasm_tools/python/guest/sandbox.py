@@ -164,16 +164,18 @@ def sliced_poll() -> SlicedPoll:
 
 
 def _slice_selector(cls: type[selectors.BaseSelector]) -> None:
-    """Bound each ``select`` of ``cls`` to one slice; its callers (asyncio's loop among
-    them) already loop until their own timeout, so they see an early empty return as a
-    shorter wait."""
+    """Make each ``select`` of ``cls`` wait in slices (asyncio's event loop waits here)."""
     original = cls.select
 
     def select(
         self: selectors.BaseSelector, timeout: float | None = None
     ) -> list[tuple[selectors.SelectorKey, int]]:
-        bounded = SLICE if timeout is None or timeout > SLICE else timeout
-        return original(self, bounded)
+        ready: list[tuple[selectors.SelectorKey, int]] = []
+        for part in _slices(timeout):
+            ready = original(self, part)
+            if ready:
+                break
+        return ready
 
     cls.select = select  # type: ignore[method-assign]
 
