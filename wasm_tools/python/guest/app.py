@@ -11,6 +11,10 @@ Like a REPL, a final expression statement is evaluated apart and its ``repr`` re
 when it is not None. An exception comes back as its traceback, limited to the code's own
 frames (``File "<code>"``) and whatever they called; the source lines are shown. Output is
 flushed before ``run`` returns, also when the code raised.
+
+What the snapshot fixes for every call: ``random`` is reseeded per instance, but the hash
+seed of ``str`` and ``bytes`` was drawn at build time, so ``hash("abc")`` (and the order of
+a set of strings) is the same in every call of one build.
 """
 
 from __future__ import annotations
