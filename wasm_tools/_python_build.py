@@ -22,10 +22,12 @@ on the same machine, or a switch back to an earlier branch, costs a link.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import hashlib
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -79,8 +81,8 @@ class Package:
             return
         dist = distribution(self.name)
         for file in dist.files or ():
-            if "__pycache__" in file.parts or file.suffix == ".pyc":
-                continue
+            if "__pycache__" in file.parts or file.suffix == ".pyc" or ".." in file.parts:
+                continue  # compiled files, and scripts installed outside site-packages
             target = site / file
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(Path(str(dist.locate_file(file))), target)
@@ -237,20 +239,18 @@ def _prune(folder: Path) -> None:
 
 
 def _place(source: Path, target: Path, *, link: bool) -> None:
-    """Put ``source`` at ``target`` by one rename: a hard link when allowed, else a copy."""
+    """Put ``source`` at ``target`` by one rename: a hard link when ``link`` and the file
+    system allow it, else a copy (with the source's time, see :func:`is_current`)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}-", suffix=".wasm")
-    os.close(fd)
-    tmp = Path(name)
+    tmp = target.with_name(f".{target.stem}-{os.getpid()}-{secrets.token_hex(4)}.wasm")
     try:
-        tmp.unlink()
-        try:
-            if not link:
-                raise OSError("copy asked")
-            os.link(source, tmp)
-        except OSError:
+        linked = False
+        if link:
+            with contextlib.suppress(OSError):  # another file system: copy
+                os.link(source, tmp)
+                linked = True
+        if not linked:
             shutil.copy2(source, tmp)
-            tmp.chmod(0o644)
         tmp.replace(target)
     finally:
         tmp.unlink(missing_ok=True)
@@ -305,3 +305,25 @@ def build_with_packages(specs: Sequence[str], out: Path) -> Path:
         bundled = [*([] if "tzdata" in names else [installed("tzdata")]), *wheels]
         build(bundled, out, link=False)
     return out
+
+
+def main(args: Sequence[str]) -> int:
+    """Command line: ``... --python-exec --packages SPEC [SPEC ...] --out FILE``."""
+    parser = argparse.ArgumentParser(prog="python -m toolcage.wasm_tools.build --python-exec")
+    parser.add_argument("--python-exec", action="store_true", required=True)
+    parser.add_argument(
+        "--packages",
+        nargs="+",
+        default=[],
+        metavar="SPEC",
+        help="pip requirement specifiers of pure-Python packages to bundle",
+    )
+    parser.add_argument("--out", type=Path, required=True, help="the component written")
+    options = parser.parse_args(args)
+    try:
+        built = build_with_packages(options.packages, options.out)
+    except PythonBuildError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(f"built {built}")
+    return 0

@@ -16,8 +16,9 @@ library directory of its own per user and zig version
 (``$XDG_CACHE_HOME/toolcage/zig-VERSION/``, the library hard-linked from the installed
 ``ziglang``), so wasi-libc is compiled once per machine and user.
 
-The modules ship as package data; an installed toolcage reads them with
-:mod:`importlib.resources` and never compiles anything. :func:`build_cached` compiles
+``python_exec.wasm``, CPython as a WebAssembly component, is built beside them by
+:mod:`._python_build`. The modules ship as package data; an installed toolcage reads them
+with :mod:`importlib.resources` and never compiles anything. :func:`build_cached` compiles
 other guests (the test suite's) into a per-user cache keyed by their content, and
 :func:`build_tool` (``--tool NAME.c [--out DIR]``) an operator's own guest with the SDK.
 """
@@ -374,7 +375,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from . import _python_build as python  # here: build_backend loads build.py alone
 
     if "--python-exec" in args:
-        return _main_python(args)
+        return python.main(args)
     try:
         built = build_all(force="--force" in args)
         if python.build_default(force="--force" in args):
@@ -386,29 +387,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"built {path.relative_to(HERE.parent)}")
     if not built:
         print("wasm modules are up to date")
-    return 0
-
-
-def _main_python(args: list[str]) -> int:
-    from . import _python_build as python
-
-    parser = argparse.ArgumentParser(prog="python -m toolcage.wasm_tools.build --python-exec")
-    parser.add_argument("--python-exec", action="store_true", required=True)
-    parser.add_argument(
-        "--packages",
-        nargs="+",
-        default=[],
-        metavar="SPEC",
-        help="pip requirement specifiers of pure-Python packages to bundle",
-    )
-    parser.add_argument("--out", type=Path, required=True, help="the component written")
-    options = parser.parse_args(args)
-    try:
-        built = python.build_with_packages(options.packages, options.out)
-    except python.PythonBuildError as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    print(f"built {built}")
     return 0
 
 
