@@ -1,10 +1,12 @@
 """The build backend: setuptools, plus the guest tools compiled into every wheel.
 
 A wheel built from a clean tree (``pip wheel .``, ``pip install .``) carries
-``toolcage/wasm_tools/modules/*.wasm``, compiled by ``wasm_tools/build.py`` with the
-``ziglang`` pinned in the ``dev`` extra. Only a wheel asks for ziglang as a build
-requirement: an editable install (``make install``) skips the compile, since ``make wasm``
-builds the modules in the tree with the ziglang of the virtualenv.
+``toolcage/wasm_tools/modules/*.wasm``: the C guests compiled by ``wasm_tools/build.py``
+with the ``ziglang`` pinned in the ``dev`` extra, and ``python_exec.wasm`` built by
+``wasm_tools/_python_build.py`` with the pinned ``componentize-py`` and ``tzdata`` (taken
+from the per-user cache when the same inputs were built before). Only a wheel asks for
+them as build requirements: an editable install (``make install``) skips the builds, since
+``make wasm`` builds the modules in the tree with the tools of the virtualenv.
 """
 
 from __future__ import annotations
@@ -29,25 +31,33 @@ prepare_metadata_for_build_wheel = build_meta.prepare_metadata_for_build_wheel
 prepare_metadata_for_build_editable = build_meta.prepare_metadata_for_build_editable
 
 
-def zig_requirement() -> str:
-    """The ``ziglang`` pin of the ``dev`` extra in ``pyproject.toml``."""
+GUEST_TOOLS = ("ziglang", "componentize-py", "tzdata")
+"""The ``dev`` pins a wheel build needs: zig for the C guests, componentize-py and the
+bundled tzdata for python_exec."""
+
+
+def dev_requirement(name: str) -> str:
+    """The pin of ``name`` in the ``dev`` extra of ``pyproject.toml``."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     dev: list[str] = project["optional-dependencies"]["dev"]
-    return next(pin for pin in dev if pin.startswith("ziglang"))
+    return next(pin for pin in dev if pin.startswith(f"{name}=="))
 
 
 def get_requires_for_build_wheel(config_settings: dict[str, str] | None = None) -> list[str]:
-    """setuptools' requirements, and ziglang to compile the guests."""
-    return [*build_meta.get_requires_for_build_wheel(config_settings), zig_requirement()]
+    """setuptools' requirements, and the tools that build the guests."""
+    return [
+        *build_meta.get_requires_for_build_wheel(config_settings),
+        *(dev_requirement(name) for name in GUEST_TOOLS),
+    ]
 
 
-def _guest_build() -> ModuleType:
-    """``wasm_tools/build.py`` of this tree (the package is not importable while it builds)."""
+def _guest_build(name: str = "build") -> ModuleType:
+    """``wasm_tools/NAME.py`` of this tree (the package is not importable while it builds)."""
     spec = importlib.util.spec_from_file_location(
-        "_toolcage_guest_build", ROOT / "wasm_tools" / "build.py"
+        f"_toolcage_guest_{name}", ROOT / "wasm_tools" / f"{name}.py"
     )
     if spec is None or spec.loader is None:
-        raise ImportError("wasm_tools/build.py cannot be loaded")
+        raise ImportError(f"wasm_tools/{name}.py cannot be loaded")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -64,7 +74,11 @@ class BuildPy(build_py):
         build = _guest_build()
         out = Path(self.build_lib, "toolcage", "wasm_tools", "modules")
         build.build_all(out_dir=out)
-        sources = {source.stem for source in build.TOOLS.glob("*.c")} | set(build.SHARED)
+        _guest_build("_python_build").build_default(out=out / "python_exec.wasm")
+        sources = {source.stem for source in build.TOOLS.glob("*.c")} | {
+            *build.SHARED,
+            "python_exec",
+        }
         missing = sources - {module.stem for module in out.glob("*.wasm")}
         if not sources or missing:
             raise build.BuildError(f"no guest sources, or modules missing: {sorted(missing)}")

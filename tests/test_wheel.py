@@ -61,12 +61,17 @@ def clean_tree(target: Path) -> Path:
     return target
 
 
+LEFT_OUT = ("ziglang", "componentize", "toolcage", "__editable__")
+"""The guest build tools (ziglang, componentize-py) and toolcage itself."""
+
+
 def dependencies_without_zig(target: Path) -> Path:
-    """This venv's installed packages, less ziglang and toolcage itself, linked into ``target``."""
+    """This venv's installed packages, less the guest build tools (ziglang, componentize-py)
+    and toolcage itself, linked into ``target``."""
     target.mkdir()
     for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
         name = entry.name.lower()
-        if name.startswith(("ziglang", "toolcage", "__editable__")) or name.endswith(".pth"):
+        if name.startswith(LEFT_OUT) or name.endswith(".pth"):
             continue
         (target / entry.name).symlink_to(entry)
     return target
@@ -146,6 +151,26 @@ class TestWheel:
         script = (tmp_path / "t" / "build_first_line.sh").read_text()
         assert "-m toolcage.wasm_tools.build --tool first_line.c" in script
         assert str(installed.venv) in script  # the installed interpreter, beside its SDK
+
+    def test_carries_the_python_component_and_its_world(self, installed: Installed) -> None:
+        names = set(zipfile.ZipFile(installed.wheel).namelist())
+        assert "toolcage/wasm_tools/python/wit/exec.wit" in names
+        for guest in ("app.py", "sandbox.py", "preload.py"):  # for --python-exec --packages
+            assert f"toolcage/wasm_tools/python/guest/{guest}" in names
+        found = subprocess.run(
+            [
+                str(installed.venv / "bin" / "python"),
+                "-c",
+                "import importlib.resources as r, sys\n"
+                "wasm = r.files('toolcage.wasm_tools').joinpath('modules/python_exec.wasm')\n"
+                "sys.stdout.buffer.write(wasm.read_bytes()[:8])\n"
+                "import componentize_py",
+            ],
+            capture_output=True,
+            check=False,
+        )
+        assert found.stdout == b"\0asm\x0d\x00\x01\x00"  # a component, not a core module
+        assert b"No module named 'componentize_py'" in found.stderr
 
     def test_carries_every_package(self, installed: Installed) -> None:
         names = set(zipfile.ZipFile(installed.wheel).namelist())

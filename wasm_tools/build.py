@@ -16,8 +16,9 @@ library directory of its own per user and zig version
 (``$XDG_CACHE_HOME/toolcage/zig-VERSION/``, the library hard-linked from the installed
 ``ziglang``), so wasi-libc is compiled once per machine and user.
 
-The modules ship as package data; an installed toolcage reads them with
-:mod:`importlib.resources` and never compiles anything. :func:`build_cached` compiles
+``python_exec.wasm``, CPython as a WebAssembly component, is built beside them by
+:mod:`._python_build`. The modules ship as package data; an installed toolcage reads them
+with :mod:`importlib.resources` and never compiles anything. :func:`build_cached` compiles
 other guests (the test suite's) into a per-user cache keyed by their content, and
 :func:`build_tool` (``--tool NAME.c [--out DIR]``) an operator's own guest with the SDK.
 """
@@ -363,14 +364,23 @@ def build_tool(source: Path, out_dir: Path | None = None) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``python -m toolcage.wasm_tools.build [--force]``, or
-    ``python -m toolcage.wasm_tools.build --tool NAME.c [--out DIR]`` for one operator tool."""
+    """Command line: ``python -m toolcage.wasm_tools.build [--force]`` (the C guests and
+    ``python_exec.wasm``, see :mod:`._python_build`),
+    ``python -m toolcage.wasm_tools.build --tool NAME.c [--out DIR]`` for one operator tool, or
+    ``... --python-exec --packages SPEC [SPEC ...] --out FILE`` for a python_exec component
+    that bundles an operator's pure-Python packages."""
     args = list(sys.argv[1:] if argv is None else argv)
     if "--tool" in args:
         return _main_tool(args)
+    from . import _python_build as python  # here: build_backend loads build.py alone
+
+    if "--python-exec" in args:
+        return python.main(args)
     try:
         built = build_all(force="--force" in args)
-    except BuildError as exc:
+        if python.build_default(force="--force" in args):
+            built.append(python.COMPONENT)
+    except (BuildError, python.PythonBuildError) as exc:
         print(exc, file=sys.stderr)
         return 1
     for path in built:
