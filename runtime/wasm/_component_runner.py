@@ -201,6 +201,8 @@ class ComponentRunner:
             run.result = func(store, *arguments)
         except (wasmtime.WasmtimeError, wasmtime.Trap) as exc:
             run.guest.failure = str(exc)  # plain text: the exception and its frames die here
+        except TypeError as exc:  # an operator's build whose export takes other arguments
+            run.guest.failure = f"the component's {export!r} does not fit its caller: {exc}"
         finally:
             run.guest.stopped = control.reason if run.guest.failed else None
             # The store (its memories, descriptors and pool slot) goes now.

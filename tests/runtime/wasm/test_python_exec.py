@@ -225,6 +225,22 @@ class TestLimits:
             assert exception(result) == "MemoryError"
             assert (await run(runtime, "print(1)")).output_text == "1"
 
+    async def test_closing_the_runtime_stops_a_running_call(self, tmp_path: Path) -> None:
+        (tmp_path / "toolcage.toml").write_text("[tools.python_exec]\ntimeout = 600\n")
+        runtime = Runtime.from_config(tmp_path / "toolcage.toml")
+        results: list[ToolResult] = []
+
+        async def loop() -> None:
+            results.append(await run(runtime, "while True:\n    pass"))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(loop)
+            while running_guests(runtime) == 0:
+                await anyio.sleep(0.01)
+            await runtime.aclose()
+        assert [error_type(r) for r in results] == ["cancelled"]
+        assert running_guests(runtime) == 0
+
     async def test_concurrent_calls_each_get_their_own_instance(self, tmp_path: Path) -> None:
         results: dict[int, str] = {}
         async with python(tmp_path) as runtime:
