@@ -90,6 +90,9 @@ class ToolOverride(_Section):
     concurrency: str | None = None
     """Replaces the tool's concurrency mode: ``parallel``, ``serial``, ``limited(N)``,
     ``exclusive_by_type(TYPE, ARG, ...)`` (see :mod:`._concurrency`)."""
+    component: Path | None = None
+    """``python_exec`` only: the operator's build of its WebAssembly component, run instead
+    of the bundled one (relative paths resolve against the config file's directory)."""
 
     @field_validator("concurrency")
     @classmethod

@@ -27,6 +27,8 @@ T = TypeVar("T")
 IDLE_SECONDS = 10.0
 """A worker with nothing to do for this long ends."""
 
+_stack_size_lock = threading.Lock()
+
 _Job = tuple[Callable[[], Any], asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
 
 
@@ -35,17 +37,22 @@ class WorkerPool:
 
     A job goes to an idle worker, else to a new one (workers are alike: whichever wakes
     first takes the oldest job). ``on_start`` runs first in each new thread (the WASM
-    engine pins its guest threads to one CPU there). :meth:`close` lets idle workers end
-    now instead of after :data:`IDLE_SECONDS`; busy ones end when the queue is empty.
+    engine pins its guest threads to one CPU there); ``stack_size`` gives each thread a
+    native stack of that many bytes (the component engine's guests need a deep one).
+    :meth:`close` lets idle workers end now instead of after :data:`IDLE_SECONDS`; busy
+    ones end when the queue is empty.
     """
 
     def __init__(
         self,
         name: str,
         on_start: Callable[[], None] | None = None,
+        *,
+        stack_size: int | None = None,
     ) -> None:
         self.name = name
         self._on_start = on_start
+        self._stack_size = stack_size
         self._jobs: deque[_Job] = deque()
         self._ready = threading.Semaphore(0)
         self._lock = threading.Lock()
@@ -70,8 +77,21 @@ class WorkerPool:
                 self._workers += 1
         self._ready.release()
         if spawn:
-            threading.Thread(target=self._work, name=self.name, daemon=True).start()
+            self._start()
         return await future
+
+    def _start(self) -> None:
+        thread = threading.Thread(target=self._work, name=self.name, daemon=True)
+        if self._stack_size is None:
+            thread.start()
+            return
+        # The size is process-wide and read when a thread starts: set it for this start only.
+        with _stack_size_lock:
+            previous = threading.stack_size(self._stack_size)
+            try:
+                thread.start()
+            finally:
+                threading.stack_size(previous)
 
     def close(self) -> None:
         """Have idle workers end now, and busy ones once the queue is empty."""

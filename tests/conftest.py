@@ -6,6 +6,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from toolcage.runtime.wasm import WasmEngine
+from toolcage.runtime.wasm._component_engine import COMPONENTS
+from toolcage.runtime.wasm._components import ComponentCache, bundled_component
+from toolcage.runtime.wasm._python_exec import MEMORY_BYTES
 from toolcage.wasm_tools.build import SDK, BuildError, build_all, build_cached, sdk_sources
 
 TESTS = Path(__file__).parent
@@ -36,3 +40,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def python_exec_compiled() -> None:
+    """The bundled ``python_exec`` component compiled into the shared on-disk cache.
+
+    Its first compile takes seconds (once per machine); every runtime of the session then
+    loads the cached code in milliseconds, so no test's own deadline pays for it. The key
+    is the runtime's: the component engine at the default memory size.
+    """
+    with WasmEngine(max_memory_bytes=MEMORY_BYTES, profile=COMPONENTS) as engine:
+        ComponentCache(engine.engine, settings=engine.settings).get(bundled_component()).close()

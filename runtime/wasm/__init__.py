@@ -9,6 +9,9 @@
 - :mod:`._control` -- stopping a guest at its deadline or on cancellation;
 - :mod:`._outcome` -- how a guest ended, mapped onto the error envelope in one place;
 - :mod:`._tool` and :mod:`._loader` -- guests as tools, discovered from their declarations;
+- :mod:`._component_engine`, :mod:`._components`, :mod:`._component_runner` -- the second
+  engine, for WebAssembly components (deep stacks, few instances), their sealed compile
+  cache and one call of a component; :mod:`._python_exec` -- ``python_exec`` on them;
 - :mod:`._capi` -- all that is taken from wasmtime-py beyond its public API, checked
   against the pinned wasmtime version by its test.
 """

@@ -4,12 +4,14 @@ wasmtime-py wraps wasmtime's C API but leaves out a few parts toolcage needs: in
 calling one export by name and reading linear memory without wrapping every handle, export
 and value in Python objects (``Instance.exports()`` wraps every export of the module, and a
 ``Func`` call builds a value object per argument and result), stdin from bytes
-(only ``stdin_file`` is exposed), the pooling allocator, an epoch deadline callback (only a
-fixed deadline is exposed) and a way to tell when wasmtime has dropped a guest's output
-callbacks. This module reaches them through wasmtime-py's private modules (``_ffi``,
-``_wasi``), private attributes (``Store._context()``, the ``_from_ptr`` constructors of
-wasmtime-py's exceptions, and the exception a Python host function raised) and the C handles
-behind ``ptr()``. No other toolcage module imports ``wasmtime._*`` or calls the C API.
+(only ``stdin_file`` is exposed), the pooling allocator (for modules and components), the
+async stack size (which bounds ``max_wasm_stack``), an epoch deadline callback (only a
+fixed deadline is exposed; components' stores get it too) and a way to tell when wasmtime
+has dropped a guest's output callbacks. This module reaches them through wasmtime-py's
+private modules (``_ffi``, ``_wasi``), private attributes (``Store._context()``, the
+``_from_ptr`` constructors of wasmtime-py's exceptions, and the exception a Python host
+function raised) and the C handles behind ``ptr()``. No other toolcage module imports
+``wasmtime._*`` or calls the C API.
 
 These internals can change in any wasmtime release, so the module states the version it was
 written against (:data:`WASMTIME_VERSION`, the pin in ``pyproject.toml``) and
@@ -203,21 +205,33 @@ DECOMMIT_BATCH = 32
 
 
 def use_pooling_allocator(
-    config: wasmtime.Config, *, instances: int, max_memory_bytes: int
+    config: wasmtime.Config,
+    *,
+    instances: int,
+    max_memory_bytes: int,
+    per_component: tuple[int, int, int] | None = None,
 ) -> None:
     """Have engines made from ``config`` take instances from preallocated slots.
 
     ``instances`` instances (each with one memory, one table and one stack) can be alive at
     once; each memory slot reserves address space for ``max_memory_bytes``, so no instance
-    can grow a memory past it.
+    can grow a memory past it. With ``per_component`` -- the core instances, memories and
+    tables one component instance may hold -- the slots are for ``instances`` component
+    instances of at most that shape.
     """
+    core, memories, tables = per_component or (1, 1, 1)
     pool = ffi.wasmtime_pooling_allocation_config_new()
     try:
-        ffi.wasmtime_pooling_allocation_config_total_core_instances_set(pool, instances)
-        ffi.wasmtime_pooling_allocation_config_total_memories_set(pool, instances)
-        ffi.wasmtime_pooling_allocation_config_total_tables_set(pool, instances)
+        ffi.wasmtime_pooling_allocation_config_total_core_instances_set(pool, instances * core)
+        ffi.wasmtime_pooling_allocation_config_total_memories_set(pool, instances * memories)
+        ffi.wasmtime_pooling_allocation_config_total_tables_set(pool, instances * tables)
         ffi.wasmtime_pooling_allocation_config_total_stacks_set(pool, instances)
         ffi.wasmtime_pooling_allocation_config_max_memory_size_set(pool, max_memory_bytes)
+        if per_component is not None:
+            ffi.wasmtime_pooling_allocation_config_total_component_instances_set(pool, instances)
+            ffi.wasmtime_pooling_allocation_config_max_core_instances_per_component_set(pool, core)
+            ffi.wasmtime_pooling_allocation_config_max_memories_per_component_set(pool, memories)
+            ffi.wasmtime_pooling_allocation_config_max_tables_per_component_set(pool, tables)
         # Freed slots return their memory to the kernel DECOMMIT_BATCH at a time: one flush
         # of the TLBs on every CPU instead of one per guest (~6% off a small call here).
         batch = min(DECOMMIT_BATCH, instances)
@@ -225,6 +239,20 @@ def use_pooling_allocator(
         ffi.wasmtime_pooling_allocation_strategy_set(config.ptr(), pool)
     finally:
         ffi.wasmtime_pooling_allocation_config_delete(pool)
+
+
+def set_async_stack_size(config: wasmtime.Config, size: int) -> None:
+    """Set the stack size wasmtime checks ``max_wasm_stack`` against (engine creation
+    *aborts the process* when ``max_wasm_stack`` exceeds it: callers check first)."""
+    ffi.wasmtime_config_async_stack_size_set(config.ptr(), size)
+
+
+def stop_at_deadlines(store: wasmtime.Store, should_stop: StopCheck, message: bytes) -> None:
+    """Give a :class:`wasmtime.Store` (a component's) what :class:`GuestStore` has: at each
+    epoch tick ``should_stop()`` is asked, and a stopped guest unwinds with ``message``.
+    The first deadline is one tick away."""
+    _on_deadlines(store.ptr(), should_stop, message)
+    store.set_epoch_deadline(1)
 
 
 # The deadline callback is one C function for every store; the store's ``data`` pointer is

@@ -15,6 +15,10 @@ running guest is stopped (at the next tick), close waits for them (at most
 reservation. A guest that does not stop in time (it is blocked in a host call, where epochs
 do not reach) delays the release until it ends; it never blocks the caller longer.
 
+What an engine runs is its :class:`EngineProfile`: :data:`MODULES` (the WASI guest modules)
+or :data:`~._component_engine.COMPONENTS` (WebAssembly components: ``python_exec``). A
+runtime that uses both has one engine of each, made and released alike.
+
 At interpreter exit every engine still open is closed the same way, and the exit waits
 (at most :data:`EXIT_GRACE` seconds in all) until wasmtime's own threads have finished
 calling back into Python: a guest's stdout and stderr are written, and finally dropped, by
@@ -31,6 +35,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import wasmtime
 
@@ -56,6 +61,39 @@ class EngineClosedError(RuntimeError):
     """The engine was closed: it runs no more guests."""
 
 
+@dataclass(frozen=True, slots=True)
+class EngineProfile:
+    """What kind of guests an engine runs: how it is configured and how many run at once."""
+
+    name: str
+    """Names its guest threads (``toolcage-NAME``) and heads its :attr:`~WasmEngine.settings`."""
+    instances: int
+    """Guest instances that can be alive at once (the pooling allocator's slots)."""
+    configure: Callable[[int], wasmtime.Config]
+    """The engine's config, given the largest memory a guest may have."""
+    settings: str = ""
+    """Settings beyond epoch, copy-on-write and pooling that compiled code depends on."""
+    thread_stack: int | None = None
+    """Native stack of each guest thread, in bytes (None: the platform's default)."""
+
+
+def _module_config(max_memory_bytes: int) -> wasmtime.Config:
+    config = wasmtime.Config()
+    config.epoch_interruption = True
+    # A guest gets a fresh instance per call; copy-on-write initial memory keeps that cheap.
+    config.memory_init_cow = True
+    # Instances from preallocated slots: ~10% off a short call. Each slot reserves address
+    # space for max_memory_bytes (no memory is committed until a guest touches it), so no
+    # guest of this engine can grow past it. Stacks are pooled per instance too (wasmtime's
+    # default of 1,000 stack slots costs ~2,000 mappings).
+    use_pooling_allocator(config, instances=POOL_INSTANCES, max_memory_bytes=max_memory_bytes)
+    return config
+
+
+MODULES = EngineProfile("guest", POOL_INSTANCES, _module_config)
+"""The engine of the WASI guest modules (the C tools)."""
+
+
 class WasmEngine:
     """The engine, its epoch ticker and its running guests; close it (or use ``with``).
 
@@ -71,14 +109,20 @@ class WasmEngine:
         max_memory_bytes: int = 256 << 20,
         one_cpu: bool = True,
         on_open: Callable[[], None] | None = None,
+        profile: EngineProfile = MODULES,
     ) -> None:
+        self.profile = profile
+        """The kind of guests it runs (:data:`MODULES` unless given)."""
         self.max_memory_bytes = max_memory_bytes
         """The largest memory any guest of this engine may have (sizes the pool's slots)."""
-        self.settings = f"epoch,cow,pooling:{max_memory_bytes}"
+        head = "" if profile is MODULES else f"{profile.name},{profile.settings},"
+        self.settings = f"{head}epoch,cow,pooling:{max_memory_bytes}"
         """The settings that compiled code depends on (part of the compile cache's key)."""
         self.guest_cpu = GuestCpu(one_cpu)
         """Which CPU guest calls run on (see :mod:`._affinity`)."""
-        self.threads = WorkerPool("toolcage-guest", on_start=self.guest_cpu.pin)
+        self.threads = WorkerPool(
+            f"toolcage-{profile.name}", on_start=self.guest_cpu.pin, stack_size=profile.thread_stack
+        )
         """The daemon threads guests run on, pinned to :attr:`guest_cpu`."""
         self._on_open = on_open
         self._engine: wasmtime.Engine | None = None
@@ -90,7 +134,7 @@ class WasmEngine:
         self._released = False
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
-        self._slots = threading.BoundedSemaphore(POOL_INSTANCES)
+        self._slots = threading.BoundedSemaphore(profile.instances)
         _open_engines.add(self)
 
     @property
@@ -105,7 +149,8 @@ class WasmEngine:
             engine = self._engine
             opened = engine is None
             if engine is None:
-                engine = self._engine = _new_engine(self.max_memory_bytes)
+                config = self.profile.configure(self.max_memory_bytes)
+                engine = self._engine = wasmtime.Engine(config)
         if opened and self._on_open is not None:
             self._on_open()
         return engine
@@ -211,19 +256,6 @@ class WasmEngine:
         if not getattr(self, "_closing", True) and self._engine is not None:
             warnings.warn("WasmEngine was not closed", ResourceWarning, stacklevel=1)
             self.close()
-
-
-def _new_engine(max_memory_bytes: int) -> wasmtime.Engine:
-    config = wasmtime.Config()
-    config.epoch_interruption = True
-    # A guest gets a fresh instance per call; copy-on-write initial memory keeps that cheap.
-    config.memory_init_cow = True
-    # Instances from preallocated slots: ~10% off a short call. Each slot reserves address
-    # space for max_memory_bytes (no memory is committed until a guest touches it), so no
-    # guest of this engine can grow past it. Stacks are pooled per instance too (wasmtime's
-    # default of 1,000 stack slots costs ~2,000 mappings).
-    use_pooling_allocator(config, instances=POOL_INSTANCES, max_memory_bytes=max_memory_bytes)
-    return wasmtime.Engine(config)
 
 
 _open_engines: weakref.WeakSet[WasmEngine] = weakref.WeakSet()

@@ -11,6 +11,9 @@ with the runtime; with ``[state] enabled = false`` those tools do not exist. The
 guests keep their schedules in the same database (their own tables, their own
 connections, opened on first use too); they exist while both ``[state]`` and
 ``[scheduler]`` are enabled. ``send_media`` sends through the host's channel.
+
+``python_exec`` runs on an engine of its own (:mod:`._component_engine`), made on its first
+call and closed with the runtime like the guests' engine.
 """
 
 from __future__ import annotations
@@ -43,10 +46,13 @@ from .._errors import UsageError
 from .._threads import run_in_worker
 from .._tool import FunctionDecl, Tool
 from ._capi import define_raw_func
+from ._component_engine import COMPONENTS
+from ._component_runner import ComponentRunner
 from ._engine import WasmEngine
 from ._link import LinkError, link
 from ._modules import ModuleCache
 from ._operator_tools import OperatorTool, operator_tools
+from ._python_exec import MEMORY_BYTES, NAME, TIMEOUT, PythonExecTool
 from ._runner import GuestLimits, WasmToolRunner
 from ._tool import NON_BINDING_NEEDS, WasmTool, WasmToolSpec, discover_specs
 
@@ -88,7 +94,7 @@ def wasm_builtins(
     (``[guest_tools]``, see :mod:`._operator_tools`) join them, checked now; their names
     may be neither a guest built-in's nor one in ``taken`` (the other built-ins)."""
     specs = discover_specs()
-    builtin_names = [spec.decl.name for spec in specs]
+    builtin_names = [spec.decl.name for spec in specs] + [NAME]
     scheduling = config.state.enabled and config.scheduler.enabled
     if not config.state.enabled:
         specs = [spec for spec in specs if not StateServices.CAPABILITIES.intersection(spec.needs)]
@@ -141,7 +147,43 @@ def wasm_builtins(
         )
     for tool in own:
         tools.append(_operator_tool(tool, runner, bindings, mounts, limits, channel))
+    tools.append(python_exec_tool(config, stack, mounts=mounts, tool_limits=tool_limits))
     return tools
+
+
+def python_exec_tool(
+    config: ToolcageConfig,
+    stack: AsyncExitStack,
+    *,
+    mounts: MountPolicy,
+    tool_limits: ToolLimitsTable,
+) -> PythonExecTool:
+    """``python_exec`` under ``mounts`` and its ``[tools.python_exec]`` limits, on a
+    component engine closed with ``stack`` once it was opened."""
+    for name, entry in config.tools.items():
+        if entry.component is not None and name != NAME:
+            raise ConfigError(f"tools.{name}.component: only {NAME} runs a component")
+    override = config.tools.get(NAME)
+    component = None
+    if override is not None and override.component is not None:
+        component = (config.base_dir / override.component).resolve()
+        if not component.is_file():
+            raise ConfigError(f"tools.{NAME}.component: no such file: {component}")
+    resolved = tool_limits.of(NAME, TIMEOUT)
+    limits = dataclasses.replace(
+        guest_limits(resolved), memory_bytes=resolved.memory_bytes or MEMORY_BYTES
+    )
+
+    def on_open() -> None:
+        stack.push_async_callback(run_in_worker, engine.close)
+
+    engine = WasmEngine(
+        max_memory_bytes=max(MEMORY_BYTES, limits.memory_bytes),
+        one_cpu=config.limits.guests_on_one_cpu,
+        on_open=on_open,
+        profile=COMPONENTS,
+    )
+    return PythonExecTool(ComponentRunner(engine), mounts, limits, component=component)
 
 
 def _relayed(spec: WasmToolSpec, granted: list[HostBinding]) -> list[HostBinding]:

@@ -11,6 +11,13 @@ renamed to another entry, or forged by anyone who cannot read the key fails the 
 deserializes -- never the path, which could be swapped between check and use.
 :func:`write_sealed` writes a temporary file in the same directory and renames it over the
 entry, so a reader sees the old file or the new one, never a part.
+
+A compiled *component* is tens of megabytes, and wasmtime maps it from its file in ~3 ms
+where it takes ~60 ms to load it from bytes; so :func:`write_sealed_apart` keeps the payload
+as the whole of its file and the seal beside it (``NAME.seal``), and
+:func:`open_sealed_apart` verifies the file through a descriptor it then hands out: the
+caller loads *that* descriptor (``/proc/self/fd/N``), the very inode that was checked.
+Writers only ever rename new files into place, so a verified inode never changes.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import mmap
 import os
 import secrets
 import stat
@@ -29,6 +37,8 @@ TAG_BYTES = 32
 KEY_BYTES = 32
 MAX_FILE_BYTES = 256 << 20
 """A cache file larger than this is not read (no built module comes near it)."""
+SEAL_SUFFIX = ".seal"
+"""The suffix of a payload's seal file (:func:`write_sealed_apart`)."""
 
 
 def cache_key(directory: Path) -> bytes | None:
@@ -110,12 +120,55 @@ def read_sealed(path: Path, key: bytes) -> bytes | None:
 
 def write_sealed(path: Path, key: bytes, payload: bytes | bytearray) -> None:
     """Seal ``payload`` into ``path``, atomically (see the module docstring)."""
+    _write_atomic(path, [MAGIC + _tag(key, path.name, payload), payload])
+
+
+def write_sealed_apart(path: Path, key: bytes, payload: bytes | bytearray) -> None:
+    """``payload`` as the whole file ``path`` and its seal as ``path`` + :data:`SEAL_SUFFIX`,
+    each written atomically, the payload first (see the module docstring)."""
+    _write_atomic(path, [payload])
+    _write_atomic(_seal_of(path), [MAGIC + _tag(key, path.name, payload)])
+
+
+def open_sealed_apart(path: Path, key: bytes) -> int | None:
+    """A read-only descriptor of the regular file ``path`` whose content its seal verifies
+    (the caller closes it); ``None`` if it does not verify."""
+    seal = _read_regular(_seal_of(path), len(MAGIC) + TAG_BYTES)
+    if seal is None or not seal.startswith(MAGIC):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or not 0 < info.st_size <= MAX_FILE_BYTES:
+            os.close(fd)
+            return None
+        mac = hashlib.blake2b(key=key, digest_size=TAG_BYTES)
+        mac.update(path.name.encode() + b"\0")
+        with mmap.mmap(fd, 0, prot=mmap.PROT_READ) as mapped:
+            mac.update(mapped)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not hmac.compare_digest(seal[len(MAGIC) :], mac.digest()):
+        os.close(fd)
+        return None
+    return fd
+
+
+def _seal_of(path: Path) -> Path:
+    return path.with_name(path.name + SEAL_SUFFIX)
+
+
+def _write_atomic(path: Path, parts: list[bytes | bytearray]) -> None:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".module-")
     try:
         with os.fdopen(fd, "wb") as file:
-            file.write(MAGIC + _tag(key, path.name, payload))
-            file.write(payload)
+            for part in parts:
+                file.write(part)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

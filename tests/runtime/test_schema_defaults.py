@@ -24,7 +24,7 @@ from toolcage.runtime import Attachment, Runtime, ToolExecutionContext, ToolResu
 from ..host_bindings.servers import Server, _send, default_routes, serving
 from ..sidecar.conftest import give_to_sandbox, make_workspace
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("python_exec_compiled")]
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(24)
 CONTEXT = ToolExecutionContext(
@@ -129,6 +129,7 @@ async def required_only(box: Box) -> dict[str, dict[str, Any]]:
         "memory_search": {"query": "heron"},
         "memory_update": {"note_id": note["note_id"], "content": "changed"},
         "memory_delete": {"note_id": note["note_id"]},
+        "python_exec": {"code": "print(1)"},
         "schedule_create": {"goal": "read", "cadence_type": "interval", "cadence_value": "1d"},
         "schedule_search": {},
         "schedule_edit": {"schedule_id": schedule["schedule_id"]},

@@ -92,6 +92,23 @@ C_FUNCTIONS: dict[str, tuple[str, list[str]]] = {
     "wasmtime_pooling_allocation_config_total_stacks_set": ("void", ["pool*", "c_uint32"]),
     "wasmtime_pooling_allocation_config_max_memory_size_set": ("void", ["pool*", "c_size_t"]),
     "wasmtime_pooling_allocation_config_decommit_batch_size_set": ("void", ["pool*", "c_size_t"]),
+    "wasmtime_pooling_allocation_config_total_component_instances_set": (
+        "void",
+        ["pool*", "c_uint32"],
+    ),
+    "wasmtime_pooling_allocation_config_max_core_instances_per_component_set": (
+        "void",
+        ["pool*", "c_uint32"],
+    ),
+    "wasmtime_pooling_allocation_config_max_memories_per_component_set": (
+        "void",
+        ["pool*", "c_uint32"],
+    ),
+    "wasmtime_pooling_allocation_config_max_tables_per_component_set": (
+        "void",
+        ["pool*", "c_uint32"],
+    ),
+    "wasmtime_config_async_stack_size_set": ("void", ["wasm_config_t*", "c_size_t"]),
     "wasmtime_pooling_allocation_strategy_set": ("void", ["wasm_config_t*", "pool*"]),
     "wasmtime_pooling_allocation_config_delete": ("void", ["pool*"]),
     "wasmtime_error_new": ("wasmtime_error_t*", ["c_char*"]),
