@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from toolcage.runtime import Runtime, ToolExecutionContext
 from toolcage.wasm_tools import _python_build
 from toolcage.wasm_tools._python_build import (
     COMPONENT,
@@ -20,8 +21,6 @@ from toolcage.wasm_tools._python_build import (
     input_key,
     installed,
 )
-
-from tests.runtime.python_exec._harness import Guest
 
 # A build runs componentize-py (some 15 s) and the first run of a component compiles it.
 pytestmark = pytest.mark.timeout(600)
@@ -97,20 +96,27 @@ class TestRebuilds:
 
 
 class TestOperatorPackages:
-    def test_a_pure_python_package_is_importable_in_the_sandbox(self, tmp_path: Path) -> None:
+    @pytest.mark.anyio
+    async def test_a_pure_python_package_is_importable_in_the_sandbox(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         wheel = make_wheel(
             tmp_path, "greeting", {"greeting/__init__.py": "def hello(n):\n    return f'hi {n}'\n"}
         )
         out = tmp_path / "custom.wasm"
         done = build_command("--python-exec", "--packages", wheel, "--out", out, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
-        guest = Guest(out, cache=tmp_path / "compiled")
-        try:
-            run = guest.run("import greeting, zoneinfo\nprint(zoneinfo.ZoneInfo('UTC'))\n"
-                            "greeting.hello('there')")  # fmt: skip
-            assert (run.error, run.stdout, run.value) == (None, "UTC\n", "'hi there'")
-        finally:
-            guest.close()
+        # The runtime compiles it on its first call (seconds): into a cache of this test's.
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+        config = tmp_path / "toolcage.toml"
+        config.write_text('[tools.python_exec]\ncomponent = "custom.wasm"\ntimeout = 600\n')
+        code = "import greeting, zoneinfo\nprint(zoneinfo.ZoneInfo('UTC'))\ngreeting.hello('there')"
+        async with Runtime.from_config(config) as runtime:
+            result = await runtime.execute(
+                "python_exec", {"code": code}, ToolExecutionContext(user_id="ada")
+            )
+        assert not result.is_error, result.output_text
+        assert result.output_text == "UTC\n'hi there'"
 
     @pytest.mark.parametrize(
         ("files", "tag", "named"),

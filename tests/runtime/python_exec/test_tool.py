@@ -13,14 +13,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 import pytest
 from toolcage.policies import ConfigError
-from toolcage.runtime import HttpModelClient, Runtime, ToolExecutionContext, ToolResult, run_turn
+from toolcage.runtime import HttpModelClient, Runtime, ToolResult, run_turn
 from toolcage.runtime.providers import UserMessage
 from toolcage.runtime.wasm._component_engine import (
     StackConfigError,
@@ -28,50 +26,12 @@ from toolcage.runtime.wasm._component_engine import (
     component_config,
 )
 from toolcage.runtime.wasm._components import bundled_component
-from toolcage.runtime.wasm._python_exec import MAX_CODE_CHARS, PythonExecTool
+from toolcage.runtime.wasm._python_exec import MAX_CODE_CHARS
 
 from ..fake_llm import API_KEY, MODEL, FakeModel, FakeModelServer, Reply, tool_results
+from ._doors import CTX, LARGE, error_type, exception, python, run, running_guests
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("python_exec_compiled")]
-
-CTX = ToolExecutionContext(user_id="ada", session_id="s1")
-
-
-@asynccontextmanager
-async def python(tmp_path: Path, body: str = "") -> AsyncIterator[Runtime]:
-    """A runtime of a config holding ``body`` (default mounts under ``tmp_path``)."""
-    path = tmp_path / "toolcage.toml"
-    path.write_text(body)
-    async with Runtime.from_config(path) as runtime:
-        yield runtime
-
-
-async def run(runtime: Runtime, code: str, ctx: ToolExecutionContext = CTX) -> ToolResult:
-    return await runtime.execute("python_exec", {"code": code}, ctx)
-
-
-def running_guests(runtime: Runtime) -> int:
-    tool = runtime.registry.get("python_exec")
-    assert isinstance(tool, PythonExecTool)
-    return tool.runner.engine.running()
-
-
-def error_type(result: ToolResult) -> str | None:
-    return None if result.error is None else result.error.kind.value
-
-
-def exception(result: ToolResult) -> str:
-    """The last line of the traceback a failed call reported."""
-    assert result.error is not None, result.output_text
-    return str((result.error.details or {}).get("exception", ""))
-
-
-LARGE = """
-[tools.python_exec]
-truncate_bytes = 1000000
-timeout = 60
-"""
-"""Replies that are not cut by the pipeline, so the whole output can be compared."""
 
 
 class TestOutput:
@@ -186,8 +146,10 @@ class TestLimits:
             "import time\ntime.sleep(600)",
             "import asyncio\nasyncio.run(asyncio.sleep(600))",
             "import select\nselect.select([], [], [], 30)",
+            "import select\nselect.poll().poll(30_000)",
+            "import selectors\nselectors.DefaultSelector().select(30)",
         ],
-        ids=["loop", "sleep", "asyncio-sleep", "select"],
+        ids=["loop", "sleep", "asyncio-sleep", "select", "poll", "selector"],
     )
     async def test_the_deadline_stops_the_call_and_the_next_one_works(
         self, tmp_path: Path, code: str
