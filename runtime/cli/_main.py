@@ -32,6 +32,7 @@ only from ``-v`` on (see :mod:`toolcage.policies._log_format`).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -72,6 +73,13 @@ EXIT_BROKEN_PIPE = 141
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (``None``: this process's own, which then ends).
+
+    Run as the program (``argv=None``), it freezes the garbage collector's objects on the way
+    out (:func:`gc.freeze`): the interpreter's last collections then skip what start-up built
+    (the config models, the engine's bindings), which would otherwise cost a short command
+    like ``call`` tens of milliseconds at exit. Everything the command opened is closed
+    before."""
     try:
         return _main(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt:
@@ -83,6 +91,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _discard_stdout()
         print(f"toolcage: error: {exc}", file=sys.stderr)
         return EXIT_TOOL_ERROR
+    finally:
+        if argv is None:
+            gc.freeze()
 
 
 def _main(argv: list[str]) -> int:
