@@ -3,7 +3,8 @@
 First the whole ``toolcage call file_read`` command, as a shell runs it, measured round by
 round beside ``cat`` of the same file, ``python -c pass`` and ``python -c "import
 wasmtime"`` (the interpreter and the engine's bindings, which no call can do without): the
-machine's speed drifts, so the figures to compare are those of one run.
+machine's speed drifts, so the figures to compare are those of one run. Beside it, what a
+call costs a host that keeps one ``toolcage call --jsonl`` process instead.
 
 Then each sample is a fresh ``python -c`` process that imports :mod:`toolcage.runtime`, builds a
 runtime from a config file and reads a 4 KB file through the pipeline. One warming run goes
@@ -31,6 +32,7 @@ from .stats import ms
 
 RUNS = 7
 WHOLE_RUNS = 11
+JSONL_CALLS = 500
 TARGET = 0.150
 """Seconds a whole ``toolcage call file_read`` may take, start to exit (median)."""
 
@@ -109,10 +111,15 @@ def _bare_interpreter(env: dict[str, str]) -> float:
     return time.perf_counter() - spawned
 
 
+def _toolcage() -> list[str]:
+    """The ``toolcage`` command, as a shell runs it."""
+    script = Path(sys.executable).with_name("toolcage")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "toolcage.runtime"]
+
+
 def _commands(folder: Path) -> dict[str, list[str]]:
     """The whole processes timed side by side, by the name they are reported under."""
-    script = Path(sys.executable).with_name("toolcage")  # what a shell runs
-    toolcage = [str(script)] if script.exists() else [sys.executable, "-m", "toolcage.runtime"]
+    toolcage = _toolcage()
     arguments = '{"path": "/workspace/notes.txt"}'
     return {
         "toolcage call file_read": [
@@ -129,10 +136,13 @@ def _commands(folder: Path) -> dict[str, list[str]]:
     }
 
 
-def _whole(command: list[str], folder: Path, env: dict[str, str]) -> float:
-    """Seconds from spawning ``command`` to its exit (its output read and dropped)."""
+def _whole(command: list[str], folder: Path, env: dict[str, str], given: bytes = b"") -> float:
+    """Seconds from spawning ``command`` (``given`` on its stdin) to its exit (its output
+    read and dropped)."""
     spawned = time.perf_counter()
-    done = subprocess.run(command, cwd=folder, env=env, capture_output=True, check=False)
+    done = subprocess.run(
+        command, cwd=folder, env=env, input=given, capture_output=True, check=False
+    )
     took = time.perf_counter() - spawned
     if done.returncode != 0:
         raise RuntimeError(f"{command[0]} failed:\n{done.stderr.decode(errors='replace')}")
@@ -152,11 +162,27 @@ def _whole_processes(folder: Path, env: dict[str, str]) -> list[str]:
     engine = median['python -c "import wasmtime"']
     verdict = "met" if call <= TARGET else "not met"
     return [
+        *_one_process_for_many(folder, env),
         f"whole processes, start to exit, {WHOLE_RUNS} rounds side by side (medians):",
         *(f"  {name}: {ms(value)}" for name, value in median.items()),
         f"toolcage call file_read: {ms(call)} (target: <= {ms(TARGET)}): {verdict}; "
         f'{call / bare:.1f}x python -c pass, {call / engine:.1f}x python -c "import wasmtime", '
         f"{call / median['cat']:.0f}x cat",
+    ]
+
+
+def _one_process_for_many(folder: Path, env: dict[str, str]) -> list[str]:
+    """What a call costs a host that keeps one ``toolcage call --jsonl`` process: the time of
+    one with ``JSONL_CALLS`` more lines, over that number."""
+    command = [*_toolcage(), "call", "--jsonl", "--config", str(folder / "toolcage.toml")]
+    line = json.dumps({"tool": "file_read", "arguments": {"path": "/workspace/notes.txt"}})
+    one, many = (line + "\n").encode(), ((line + "\n") * (JSONL_CALLS + 1)).encode()
+    extra = [
+        _whole(command, folder, env, many) - _whole(command, folder, env, one) for _ in range(3)
+    ]
+    return [
+        f"toolcage call --jsonl, one process: {ms(statistics.median(extra) / JSONL_CALLS)} "
+        f"a file_read (median of 3 runs of {JSONL_CALLS:,} calls more than 1)"
     ]
 
 
