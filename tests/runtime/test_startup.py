@@ -96,6 +96,8 @@ NOT_FOR_A_FILE_CALL = (
     "rich",  # httpx's command line, which importing httpx loads when rich is installed
     "click",
     "jsonschema",  # words a refusal
+    "apsw",  # the embedded state store: the first state tool or rate limit opens it
+    "sqlite_vec",
     "mcp",  # the MCP SDK: `toolcage mcp` and configs with [mcp] servers
     "toolcage.runtime.agent._model_client",  # `toolcage scheduler`: the provider adapters
     "toolcage.runtime.agent.providers",
