@@ -23,7 +23,9 @@ the guest asked (so compression never hides a value from redaction); a body that
 compressed all the same is decoded before it is redacted, and one in a coding the client
 cannot decode is refused.
 
-The client runs synchronously: host functions run in the guest's worker thread.
+The client runs synchronously: host functions run in the guest's worker thread. httpx and
+httpcore are imported by the first request, not with this module: a runtime whose guests
+send none does not load them.
 """
 
 from __future__ import annotations
@@ -32,10 +34,9 @@ import ssl
 import threading
 import time
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import httpcore
-import httpx
 from toolcage.policies import (
     EgressPolicy,
     EgressViolation,
@@ -49,18 +50,18 @@ from toolcage.policies._log_redaction import redact_logs
 from toolcage.policies._secret_policy import origin
 
 from ._base import current_call
-from ._http_connect import GuardedBackend, Resolver, system_resolver
+from ._http_resolve import Resolver, system_resolver
 from ._http_response import HttpFailure, HttpResponse, read_capped
 from ._rate_limits import ByteMeter, RateLimited
 from ._store import StoreError
 
+if TYPE_CHECKING:
+    import httpx
+
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
-_DEFAULT_HEADERS = {
-    "accept": "*/*",
-    "accept-encoding": "identity",
-    "user-agent": f"python-httpx/{httpx.__version__}",
-}
+_DEFAULT_HEADERS = {"accept": "*/*", "accept-encoding": "identity"}
+"""With ``user-agent: python-httpx/<version>``, added by the first request."""
 
 
 class EgressClient:
@@ -98,6 +99,8 @@ class EgressClient:
         """The TLS context, made on the first request (loading the CA store takes tens of
         milliseconds, which a runtime that sends no request does not spend)."""
         if self._ssl_context is None and self._verify is not False:
+            import httpx  # on the first request (see the module docstring)
+
             with self._ssl_lock:
                 if self._ssl_context is None:
                     self._ssl_context = httpx.create_ssl_context(verify=self._verify)
@@ -175,6 +178,11 @@ class EgressClient:
         deadline: float,
         meter: ByteMeter | None,
     ) -> HttpResponse:
+        import httpcore  # on the first request (see the module docstring)
+        import httpx
+
+        from ._http_connect import GuardedBackend  # an httpcore backend
+
         rules = self._policy.rules_for(tool)
         if len(body) > rules.max_request_bytes:
             raise HttpFailure(
@@ -189,7 +197,11 @@ class EgressClient:
             max_connections=4,
             network_backend=GuardedBackend(self._policy, tool, self._resolver),
         )
-        send_headers = {**_DEFAULT_HEADERS, **headers}
+        send_headers = {
+            **_DEFAULT_HEADERS,
+            "user-agent": f"python-httpx/{httpx.__version__}",
+            **headers,
+        }
         if self._secrets is not None:
             # A body the host cannot read it cannot redact: the guest does not choose
             # compression while secrets may be echoed.
@@ -276,6 +288,8 @@ class EgressClient:
 
     def _parse(self, url: str) -> httpx.URL:
         """``url`` as the client will send it; a malformed host is the policy's to refuse."""
+        import httpx  # on the first request (see the module docstring)
+
         try:
             return httpx.URL(url)
         except (httpx.InvalidURL, TypeError, ValueError) as exc:
@@ -284,6 +298,8 @@ class EgressClient:
 
     def _redirect(self, target: httpx.URL, location: str) -> httpx.URL:
         """The next hop's URL; a ``Location`` that is not one is an error naming it."""
+        import httpx  # on the first request (see the module docstring)
+
         try:
             parsed = httpx.URL(location)  # the whole Location must parse, then resolve
             if parsed.scheme in _DEFAULT_PORTS and not parsed.host:
@@ -352,6 +368,8 @@ def _report_decision(policy: str, allowed: bool, reason: str) -> None:
 
 
 def _timeout(connect: float, read: float, deadline: float) -> httpx.Timeout:
+    import httpx  # on the first request (see the module docstring)
+
     left = deadline - time.monotonic()
     if left <= 0:
         raise HttpFailure("timeout", "the call's deadline passed before the request was sent")
@@ -361,6 +379,8 @@ def _timeout(connect: float, read: float, deadline: float) -> httpx.Timeout:
 
 
 def _translate(exc: httpx.HTTPError, url: str) -> HttpFailure:
+    import httpx  # on the first request (see the module docstring)
+
     if isinstance(exc, httpx.TimeoutException):
         return HttpFailure("timeout", f"{url}: timed out ({type(exc).__name__})")
     cause: BaseException | None = exc

@@ -13,15 +13,15 @@ name) is ever given to the resolver; an IP literal is never looked up at all.
 from __future__ import annotations
 
 import ipaddress
-import socket
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 
 import httpcore
 from toolcage.policies import EgressPolicy
 
+from ._http_resolve import Resolver
 from ._http_response import HttpFailure
 
 # getaddrinfo cannot be interrupted; lookups run here so a hung resolver costs a call its
@@ -29,15 +29,6 @@ from ._http_response import HttpFailure
 _RESOLVER = ThreadPoolExecutor(max_workers=4, thread_name_prefix="toolcage-dns")
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-Resolver = Callable[[str, int], Sequence[str]]
-"""Looks a host name up: the IP addresses (as text) to connect to for ``(host, port)``;
-raises :class:`OSError` (``socket.gaierror``) when the name does not resolve."""
-
-
-def system_resolver(host: str, port: int) -> list[str]:
-    """The operating system's resolver (``getaddrinfo``)."""
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return [str(sockaddr[0]) for *_, sockaddr in infos]
 
 
 def _ip_literal(text: str) -> IPAddress | None:

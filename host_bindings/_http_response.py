@@ -18,12 +18,14 @@ from __future__ import annotations
 import time
 import zlib
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import httpx
 from toolcage.policies import SecretValues
 
 from ._rate_limits import ByteMeter
+
+if TYPE_CHECKING:
+    import httpx
 
 
 class HttpFailure(Exception):

@@ -26,8 +26,6 @@ from ._base import CallState
 from ._store import (
     Embedder,
     EmbeddingError,
-    HashingEmbedder,
-    OpenAIEmbedder,
     StateStore,
     StoreError,
     StoreTimeout,
@@ -173,6 +171,8 @@ def make_embedder(config: StateConfig) -> Embedder | None:
     dimensions = settings.vector_dimensions
     if dimensions is None:
         return None
+    from ._store import HashingEmbedder, OpenAIEmbedder  # httpx: only for a store that embeds
+
     if settings.kind == "hash":
         return HashingEmbedder(dimensions)
     return OpenAIEmbedder(

@@ -46,6 +46,7 @@ unseen characters is walked back over for the one bracket it precedes.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -89,15 +90,21 @@ _ASCII_MARK = re.compile(
 """In ASCII text: a bracket and a marker's words. The look at the character after the bracket
 comes first, and the letters are classes rather than ``re.IGNORECASE``: most brackets (of
 JSON, code, links) fail there, and the search goes on to the next at once."""
-_MARK = {
-    bracket: re.compile(
-        f"{re.escape(bracket)}[{char_class(_UNSEEN_RANGES)}]*[osfidOSFID\\x80-\\U0010ffff]"
-    )
-    for bracket in ("[", "\uff3b", "\ufe47")
-}
-"""In any text: a bracket (or a look-alike) and what may begin a marker's words, which
-:func:`_is_marker` reads on. Led by a literal character, each search skips from one bracket
-to the next as fast as ``str.find``."""
+
+
+@functools.cache
+def _marks() -> dict[str, re.Pattern[str]]:
+    """In any text: a bracket (or a look-alike) and what may begin a marker's words, which
+    :func:`_is_marker` reads on. Led by a literal character, each search skips from one
+    bracket to the next as fast as ``str.find``. Compiled on the first text that is not ASCII
+    (their wide classes take milliseconds to compile, which a process that sees none does not
+    spend)."""
+    return {
+        bracket: re.compile(
+            f"{re.escape(bracket)}[{char_class(_UNSEEN_RANGES)}]*[osfidOSFID\\x80-\\U0010ffff]"
+        )
+        for bracket in ("[", "\uff3b", "\ufe47")
+    }
 
 
 def neutralise(text: str) -> str:
@@ -110,7 +117,7 @@ def neutralise(text: str) -> str:
     else:
         found = [
             m.start()
-            for bracket, search in _MARK.items()
+            for bracket, search in _marks().items()
             if bracket in text
             for m in search.finditer(text)
             if _is_marker(text, m.start() + 1)

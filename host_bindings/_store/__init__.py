@@ -3,12 +3,16 @@
 :func:`open_store` turns the configured URL into a :class:`StateStore`: an embedded
 SQLite file (apsw, sqlite-vec) or a libSQL server (libsql-client over HTTP). Keyword
 search ranks each user's rows by that user's own statistics (:mod:`._keywords`).
+
+The embedders are imported on first use of their names (:pep:`562`): the store's errors
+and protocol are what most importers want, and the embedders load httpx and the term
+tables, which a process that embeds nothing does not need.
 """
 
-from toolcage.policies._public import publish
+import typing as _typing
 
-from ._embedders import OpenAIEmbedder
-from ._hashing import HashingEmbedder
+from toolcage.policies._public import publish as _publish
+
 from ._open import open_store
 from ._protocol import (
     ConversationHit,
@@ -23,6 +27,13 @@ from ._protocol import (
     StoreTimeout,
     StoreUnavailable,
 )
+
+if _typing.TYPE_CHECKING:
+    from ._embedders import OpenAIEmbedder
+    from ._hashing import HashingEmbedder
+
+_LAZY = {"HashingEmbedder": "._hashing", "OpenAIEmbedder": "._embedders"}
+"""Exported names imported on first use, and the module each comes from."""
 
 __all__ = [
     "ConversationHit",
@@ -41,5 +52,22 @@ __all__ = [
     "open_store",
 ]
 
-publish(globals(), __all__, within="toolcage.host_bindings")  # and the backends' errors
-del publish
+_publish(  # and the backends' errors
+    globals(), [name for name in __all__ if name not in _LAZY], within="toolcage.host_bindings"
+)
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    _publish(globals(), [name], within="toolcage.host_bindings")
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

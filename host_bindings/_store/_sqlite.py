@@ -23,7 +23,7 @@ from . import _keywords as keywords
 from . import _rows as rows
 from . import _schema as schema
 from . import _sqlite_vectors as vectors_index
-from ._counters import EmbeddedCounters
+from ._counters_sqlite import EmbeddedCounters
 from ._fusion import Fused, fuse, max_distance, pool_size
 from ._protocol import ConversationHit, EmbeddingModelMismatch, NoteHit, NoteRecord, Pad
 

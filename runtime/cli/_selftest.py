@@ -21,21 +21,32 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 from toolcage.policies import ConfigError
 
 from .._errors import UsageError
-from ..selftest import CLASSES, Report, run_selftest
+
+if TYPE_CHECKING:
+    from ..selftest import Report
 
 EXIT_HELD, EXIT_ESCAPED, EXIT_USAGE, EXIT_NOT_RUN = 0, 1, 2, 3
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], *, arguments: bool = True
+) -> argparse.ArgumentParser:
+    """The ``selftest`` subcommand, with its arguments when ``arguments`` (they name the
+    attack classes, which loads the corpora: only when this is the verb parsed)."""
     selftest = commands.add_parser(
         "selftest",
         help="attack this config with the adversarial corpora; exit 0 only if it holds",
     )
+    if not arguments:
+        return selftest
+    from ..selftest import CLASSES  # the corpora: only to parse this verb
+
     selftest.add_argument("--config", metavar="FILE", help="operator config (TOML)")
     selftest.add_argument(
         "--only", metavar="CLASSES", help=f"comma-separated classes ({','.join(CLASSES)})"
@@ -45,9 +56,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     selftest.add_argument("--json", action="store_true", help="print the report as JSON")
     selftest.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    return selftest
 
 
 def run_selftest_command(args: argparse.Namespace) -> int:
+    from ..selftest import CLASSES, run_selftest  # the corpora: only for this verb
+
     only = CLASSES
     if args.only:
         only = tuple(part.strip() for part in args.only.split(",") if part.strip())

@@ -76,3 +76,95 @@ class TestWhatStartupLoads:
         self, tmp_path: Path
     ) -> None:
         assert run_child(tmp_path)["tls_contexts"] == 0
+
+
+CALL_CHILD = """
+import json, sys
+from toolcage.runtime.cli import main
+
+try:
+    status = main(sys.argv[2:])
+finally:  # --help leaves by SystemExit
+    with open(sys.argv[1], "w", encoding="utf-8") as out:
+        json.dump(sorted(sys.modules), out)
+sys.exit(status)
+"""
+
+NOT_FOR_A_FILE_CALL = (
+    "httpx",  # the network tools' client: loaded by the first request
+    "httpcore",
+    "rich",  # httpx's command line, which importing httpx loads when rich is installed
+    "click",
+    "jsonschema",  # words a refusal
+    "apsw",  # the embedded state store: the first state tool or rate limit opens it
+    "sqlite_vec",
+    "mcp",  # the MCP SDK: `toolcage mcp` and configs with [mcp] servers
+    "toolcage.runtime.agent._model_client",  # `toolcage scheduler`: the provider adapters
+    "toolcage.runtime.agent.providers",
+    "toolcage.runtime.selftest",  # `toolcage selftest`: the attack corpora
+    "toolcage.runtime.cli._check",  # `toolcage check`
+    "toolcage.host_bindings._http_connect",  # an httpcore backend
+    "toolcage.host_bindings._store._embedders",  # a store that embeds
+    "toolcage.host_bindings._store._hashing",
+)
+"""Modules a ``toolcage call file_read`` process does without: each is loaded by the verb,
+the tool or the config that needs it, never by start-up."""
+
+
+def call_modules(tmp_path: Path, *argv: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run ``toolcage ARGV`` (its ``main``) in a fresh interpreter: what it printed, and the
+    names of the modules it had loaded when it was done."""
+    loaded = tmp_path / "modules.json"
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(CALL_CHILD), str(loaded), *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    names: list[str] = json.loads(loaded.read_text("utf-8")) if loaded.exists() else []
+    return done, set(names)
+
+
+def heavy(names: set[str]) -> list[str]:
+    """Which of :data:`NOT_FOR_A_FILE_CALL` (or their submodules) ``names`` holds."""
+    return sorted(
+        name
+        for name in names
+        if any(name == m or name.startswith(m + ".") for m in NOT_FOR_A_FILE_CALL)
+    )
+
+
+class TestWhatACliCallLoads:
+    def test_a_file_read_loads_no_module_only_other_verbs_or_tools_need(
+        self, tmp_path: Path
+    ) -> None:
+        (tmp_path / "files").mkdir()
+        (tmp_path / "files" / "notes.txt").write_text("one\ntwo\n", "utf-8")
+        (tmp_path / "toolcage.toml").write_text(
+            '[[mounts.areas]]\nhost = "files"\nguest = "/workspace"\n'
+            'tiers = { read_only = "ro", side_effecting = "rw" }\n',
+            "utf-8",
+        )
+        done, names = call_modules(
+            tmp_path,
+            "call",
+            "file_read",
+            '{"path": "/workspace/notes.txt"}',
+            "--config",
+            str(tmp_path / "toolcage.toml"),
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["status"] == "success"
+        assert "toolcage.runtime.wasm" in names  # the probe sees what the call loaded
+        assert heavy(names) == []
+
+    def test_the_verbs_that_need_them_still_load_them(self, tmp_path: Path) -> None:
+        done, names = call_modules(tmp_path, "scheduler", "--help")
+        assert done.returncode == 0, done.stderr
+        assert "openai_chat" in done.stdout  # the providers are named in the help
+        assert "toolcage.runtime.agent._model_client" in names
+        done, names = call_modules(tmp_path, "selftest", "--help")
+        assert done.returncode == 0, done.stderr
+        assert "toolcage.runtime.selftest" in names
+        assert "ssrf" in done.stdout
