@@ -83,23 +83,23 @@ def _bwrap_sync(code: str, workspace: Path) -> str:
 
 
 class PythonExec:
-    """``python_exec`` through ``Runtime.execute``; ``unavailable`` says why it cannot run."""
+    """``python_exec`` through ``Runtime.execute``, on the config's one workspace (where a
+    snippet's files are put first); ``unavailable`` says why it cannot run."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, workspace: Path) -> None:
         self.runtime = runtime
+        self.workspace = workspace
         self.unavailable: str | None = None
 
     async def __call__(self, snippet: Snippet, workspace: Path) -> str:
+        for name, text in snippet.files.items():
+            (self.workspace / name).write_text(text)
         result = await self.runtime.execute("python_exec", {"code": snippet.code})
         if result.is_error:
             if result.error is not None and result.error.kind is ErrorKind.NOT_FOUND:
                 self.unavailable = "no python_exec tool in this runtime"
             raise RuntimeError((result.output_text.splitlines() or [""])[0])
-        details = result.details
-        if isinstance(details, dict) and isinstance(details.get("stdout"), str):
-            stdout: str = details["stdout"]  # the tool's stdout apart, when it gives it so
-            return stdout
-        return result.output_text
+        return result.output_text  # stdout without its last newline, then the value
 
 
 async def _latencies(
@@ -119,11 +119,16 @@ async def _latencies(
                 found[name] = f"{type(exc).__name__}: {str(exc)[:100]}"
                 continue
             elapsed = time.perf_counter() - started
-            if snippet.stdout not in out:
+            if _printed(snippet) not in out:
                 found[name] = f"printed {out[:60]!r}"
             elif index >= WARMUP:
                 samples.append(elapsed)
     return found
+
+
+def _printed(snippet: Snippet) -> str:
+    """What a run must have printed (python_exec's text drops the last newline)."""
+    return snippet.stdout.removesuffix("\n")
 
 
 async def _corpus(run: Run, root: Path) -> list[str]:
@@ -138,7 +143,7 @@ async def _corpus(run: Run, root: Path) -> list[str]:
             out = await run(snippet, workspace)
         except Exception:
             out = None
-        if out is None or snippet.stdout not in out:
+        if out is None or _printed(snippet) not in out:
             failed.append(snippet.name)
     return failed
 
@@ -179,7 +184,7 @@ async def _measure(root: Path) -> list[str]:
     (root / "toolcage.toml").write_text(CONFIG)
     lines: list[str] = []
     async with Runtime.from_config(root / "toolcage.toml") as runtime:
-        tool = PythonExec(runtime)
+        tool = PythonExec(runtime, workspace)
         runners: dict[str, Run] = {PYTHON_EXEC: tool, MONTY: _monty}
         if shutil.which("bwrap"):
             runners[BWRAP_PYTHON] = _bwrap
