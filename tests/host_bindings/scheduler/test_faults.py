@@ -386,7 +386,9 @@ class TestRunsInFlight:
         clock.advance(HOUR)
         async with anyio.create_task_group() as group:
             group.start_soon(service.fire_due)
-            await until(lambda: gate.inside == 1)
+            # The lease keeper asleep on the clock too: time moved before it sleeps would
+            # move its first renewal ten minutes further, past what the loop waits for.
+            await until(lambda: gate.inside == 1 and clock.waiting == 1)
             for renewals in range(1, 7):  # two leases, a renewal every ten minutes
                 clock.advance(timedelta(minutes=10))
                 await until(lambda: faulty.calls["renew"] >= renewals and clock.waiting == 1)  # noqa: B023
