@@ -16,18 +16,16 @@ so that wasmtime maps it from a verified descriptor (~3 ms for 58 MB) instead of
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import threading
 from importlib import resources
-from importlib.metadata import version
 from pathlib import Path
 
 import wasmtime
 from wasmtime.component import Component
 
 from ._modules import BUILD_HINT, ModuleMissingError, default_cache_dir
-from ._sealed import cache_key, open_sealed_apart, write_sealed_apart
+from ._sealed import cache_key, compiled_name, open_sealed_apart, write_sealed_apart
 
 PYTHON_EXEC = "python_exec"
 """The bundled component's name (``modules/python_exec.wasm``)."""
@@ -75,10 +73,7 @@ class ComponentCache:
 
     def compile(self, wasm: bytes) -> Component:
         """Compile ``wasm``, through the on-disk cache when it is usable."""
-        tag = f"{version('wasmtime')}/{self._settings}".encode()
-        digest = hashlib.sha256(wasm)
-        digest.update(tag)
-        cached = self._dir / f"{digest.hexdigest()[:40]}.component.cwasm"
+        cached = self._dir / f"{compiled_name(wasm, self._settings)}.component.cwasm"
         key = cache_key(self._dir)
         fd = None if key is None else open_sealed_apart(cached, key)
         if fd is not None:

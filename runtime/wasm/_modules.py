@@ -20,17 +20,15 @@ deserialized: a file that does not verify is recompiled and rewritten, never loa
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import threading
 from importlib import resources
-from importlib.metadata import version
 from pathlib import Path
 
 import wasmtime
 
 from .._errors import UsageError
-from ._sealed import cache_key, read_sealed, write_sealed
+from ._sealed import cache_key, compiled_name, read_sealed, write_sealed
 
 BUILD_HINT = "run `make wasm` (python -m toolcage.wasm_tools.build)"
 
@@ -105,8 +103,7 @@ class ModuleCache:
 
     def compile(self, wasm: bytes) -> wasmtime.Module:
         """Compile ``wasm``, through the on-disk cache when it is usable."""
-        tag = f"{version('wasmtime')}/{self._settings}".encode()
-        cached = self._dir / f"{hashlib.sha256(wasm + tag).hexdigest()[:40]}.cwasm"
+        cached = self._dir / f"{compiled_name(wasm, self._settings)}.cwasm"
         key = cache_key(self._dir)
         payload = None if key is None else read_sealed(cached, key)
         if payload is not None:

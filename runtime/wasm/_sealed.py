@@ -30,6 +30,7 @@ import os
 import secrets
 import stat
 import tempfile
+from importlib.metadata import version
 from pathlib import Path
 
 MAGIC = b"toolcage-sealed-module-v1\n"
@@ -39,6 +40,14 @@ MAX_FILE_BYTES = 256 << 20
 """A cache file larger than this is not read (no built module comes near it)."""
 SEAL_SUFFIX = ".seal"
 """The suffix of a payload's seal file (:func:`write_sealed_apart`)."""
+
+
+def compiled_name(wasm: bytes, settings: str) -> str:
+    """The cache's name for the code compiled from ``wasm``: its SHA-256 with the wasmtime
+    version and the engine ``settings`` the compiled code depends on."""
+    digest = hashlib.sha256(wasm)
+    digest.update(f"{version('wasmtime')}/{settings}".encode())
+    return digest.hexdigest()[:40]
 
 
 def cache_key(directory: Path) -> bytes | None:
@@ -97,7 +106,7 @@ def _read_regular(path: Path, max_bytes: int, *, private: bool = False) -> bytes
     return data if len(data) <= max_bytes else None
 
 
-def _tag(key: bytes, name: str, payload: bytes | bytearray) -> bytes:
+def _tag(key: bytes, name: str, payload: bytes | bytearray | mmap.mmap) -> bytes:
     mac = hashlib.blake2b(key=key, digest_size=TAG_BYTES)
     mac.update(name.encode() + b"\0")
     mac.update(payload)
@@ -145,14 +154,12 @@ def open_sealed_apart(path: Path, key: bytes) -> int | None:
         if not stat.S_ISREG(info.st_mode) or not 0 < info.st_size <= MAX_FILE_BYTES:
             os.close(fd)
             return None
-        mac = hashlib.blake2b(key=key, digest_size=TAG_BYTES)
-        mac.update(path.name.encode() + b"\0")
         with mmap.mmap(fd, 0, prot=mmap.PROT_READ) as mapped:
-            mac.update(mapped)
+            tag = _tag(key, path.name, mapped)
     except BaseException:
         os.close(fd)
         raise
-    if not hmac.compare_digest(seal[len(MAGIC) :], mac.digest()):
+    if not hmac.compare_digest(seal[len(MAGIC) :], tag):
         os.close(fd)
         return None
     return fd
