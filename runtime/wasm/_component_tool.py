@@ -11,7 +11,8 @@ instance on the component engine (:class:`~._component_runner.ComponentRunner`, 
 with ``python_exec``), linked with WASI 0.2 and the interfaces of the bindings the grant
 policy hands out -- in a worker session only the worker's part of them
 (:func:`~toolcage.host_bindings.for_worker`) and its mounts read-only, as for C guests.
-``ok(text)`` is the result's text; ``err(text)`` an ``execution_error`` with that text.
+``ok(text)`` is the result's text; ``err(text)`` an ``execution_error`` with that text,
+and the tail of what the tool wrote to stderr (a Python tool's traceback) is logged.
 The component's imports were checked against its declaration at load; one whose grant the
 operator withdrew (``[egress.grants]``) fails its calls with ``permission_denied``.
 """
@@ -37,6 +38,9 @@ from ._outcome import outcome
 from ._python_exec import bounded
 from ._runner import GuestLimits
 from ._tool import PathMode, WasmToolSpec, _deadline, _log_line, _progress
+
+STDERR_LOGGED = 4096
+"""Bytes of a failed call's stderr (the tool's traceback) logged on ``toolcage.wasm``."""
 
 
 class ComponentTool:
@@ -131,5 +135,8 @@ class ComponentTool:
             raise ToolExecutionError(f"{self.name} returned an unexpected {run.result!r:.200}")
         text = bounded(payload, self.limits.output_bytes)
         if tag == "err":
+            if run.stderr.total:  # the traceback, for the operator: the model gets one line
+                printed = run.stderr.getvalue()[-STDERR_LOGGED:]
+                _log_line(self.name, "warning", printed.decode("utf-8", "replace").strip())
             raise ToolExecutionError(text or f"{self.name} failed")
         return ToolResult.text(text)

@@ -19,7 +19,7 @@ import pytest
 from toolcage.policies import ConfigError
 from toolcage.runtime import ProgressUpdate, Runtime, ToolExecutionContext
 
-from ...adversarial.principals._cast import ADA, BOB
+from ...adversarial.principals._cast import ADA, ADA_WORKER, BOB, BOB_REVIEWER, config_with_agents
 
 TOOL = "greet"
 HERE = Path(__file__).resolve().parent
@@ -165,10 +165,14 @@ class TestCapabilities:
         assert answer["ok"] is False
         assert answer["error_type"] == "permission_denied"
 
-    async def test_an_exception_is_an_execution_error(self, probe: Path, tmp_path: Path) -> None:
+    async def test_an_exception_is_an_execution_error_its_traceback_logged(
+        self, probe: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        caplog.set_level(logging.WARNING, logger="toolcage.wasm")
         envelope = await call(site(tmp_path, probe), "probe", {"op": "boom"})
         assert envelope["error_type"] == "execution_error"
         assert envelope["message"] == "RuntimeError: no such op 'boom'"
+        assert 'probe.py", line' in caplog.text
 
     async def test_a_withdrawn_grant_fails_the_call(self, probe: Path, tmp_path: Path) -> None:
         body = MOUNTS + '\n[egress.grants]\nprobe = ["fs", "clock", "log", "progress"]\n'
@@ -205,6 +209,20 @@ class TestLoadCheck:
 
 
 class TestPrincipals:
+    async def test_a_restricted_agent_cannot_call_it(self, probe: Path, tmp_path: Path) -> None:
+        config = site(tmp_path, probe)
+        config_with_agents(tmp_path, config.read_text())
+        envelope = await call(config, "probe", {"op": "now"}, BOB_REVIEWER)
+        assert envelope["error_type"] == "not_found"  # not among the agent's tools
+        assert (await call(config, "probe", {"op": "now"}, BOB))["status"] == "success"
+
+    async def test_a_worker_sends_only_network_reads(self, probe: Path, tmp_path: Path) -> None:
+        arguments = {"op": "post", "path": "http://127.0.0.1:9/"}
+        envelope = await call(site(tmp_path, probe), "probe", arguments, ADA_WORKER)
+        answer = json.loads(envelope["result"])
+        assert answer["error_type"] == "permission_denied"
+        assert answer["message"].startswith("a worker session only reads from the network")
+
     async def test_two_users_see_only_their_own_mounts(self, probe: Path, tmp_path: Path) -> None:
         config = site(tmp_path, probe, body=PER_USER)
         for user in ("ada", "bob"):

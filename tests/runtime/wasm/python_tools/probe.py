@@ -26,4 +26,7 @@ def run(arguments: dict) -> object:
         return "reported"
     if op == "fetch":
         return json.loads(http.request(json.dumps({"method": "GET", "url": path})))
+    if op == "post":
+        request = {"method": "POST", "url": path, "body": "x"}
+        return json.loads(http.request(json.dumps(request)))
     raise RuntimeError(f"no such op {op!r}")
