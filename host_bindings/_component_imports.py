@@ -43,6 +43,8 @@ PACKAGE = "toolcage:tool"
 VERSION = "0.1.0"
 MAX_READ_BYTES = 64 << 20
 """The most one ``fs.read-file`` returns, whatever ``max-bytes`` asks."""
+MAX_ENTRIES = 100_000
+"""The most names one ``fs.list-dir`` returns; a larger directory is an ``err``."""
 
 _log = logging.getLogger("toolcage.host_bindings")
 _ERRNO_NAMES = {number: name for name, number in WASI.items()}
@@ -69,20 +71,27 @@ def _reason(exc: Exception, path: str) -> str:
     return f"{path[:200]}: {_REASONS.get(name, 'cannot be read')} (E{name})"
 
 
-def _shielded(what: str, func: Callable[..., Any]) -> Callable[..., Any]:
-    """``func`` whose unexpected failure is logged and answered with an ``err`` text."""
+def _as_document(reason: str) -> str:
+    return json.dumps(failed("execution_error", reason))
+
+
+def _shielded(
+    what: str, func: Callable[..., Any], answer: Callable[[str], Any] = str
+) -> Callable[..., Any]:
+    """``func`` whose unexpected failure is logged and ``answer``-ed: an ``err`` text, or
+    for the interfaces that answer JSON an ``"ok": false`` document."""
 
     def run(store: object, *args: Any) -> Any:
         del store
         try:
             return func(*args)
         except GuestError:
-            return "called outside a tool call"
+            return answer("called outside a tool call")
         except Exception:
             _log.exception(
                 "host function %s failed", what, extra={"event": "binding.crash", "function": what}
             )
-            return "the host failed unexpectedly"
+            return answer("the host failed unexpectedly")
 
     return run
 
@@ -115,8 +124,11 @@ def _list_dir(path: str) -> list[str] | str:
             os.close(fd)
     except (FsError, OSError) as exc:
         return _reason(exc, path)
-    names, at = [], 0
+    names: list[str] = []
+    at = 0
     while at < len(data):
+        if len(names) == MAX_ENTRIES:
+            return f"{path[:200]}: holds more than {MAX_ENTRIES} entries"
         _, length, _ = ENTRY.unpack_from(data, at)
         at += ENTRY.size
         names.append(data[at : at + length].decode("utf-8"))
@@ -170,9 +182,9 @@ def _functions(binding: HostBinding) -> dict[str, Callable[..., Any]]:
             "list-dir": _shielded("fs.list-dir", _list_dir),
         }
     if capability == "http" and isinstance(binding, HttpBinding):
-        return {"request": _shielded("http.request", _http(binding))}
+        return {"request": _shielded("http.request", _http(binding), _as_document)}
     if capability == "clock":
-        return {"now": _shielded("clock.now", _now)}
+        return {"now": _shielded("clock.now", _now, _as_document)}
     if capability == "log":
         return {"write": _silent(_write)}
     if capability == "progress":

@@ -72,8 +72,10 @@ def build_python_tool(source: Path, out_dir: Path | None = None) -> Path:
     name = source.stem
     if not source.is_file():
         raise PythonBuildError(f"{source}: no such file")
-    if name in {"tool_app", "tool_name", "sandbox", "wit_world"}:
-        raise PythonBuildError(f"{source}: {name!r} is a name of the build's own modules")
+    if name in {"tool_app", "tool_name", "sandbox", "wit_world"} | sys.stdlib_module_names:
+        raise PythonBuildError(
+            f"{source}: {name!r} is the name of a module of the build or the standard library"
+        )
     needs = declared_needs(source.with_suffix(".json"))
     target = (source.parent if out_dir is None else out_dir) / f"{name}.wasm"
     with tempfile.TemporaryDirectory(prefix="toolcage-pytool-") as tmp:

@@ -129,6 +129,8 @@ def new_tool(name: str, directory: Path, lang: str = "c") -> list[Path]:
     if lang not in LANGUAGES:
         raise UsageError(f"{lang!r} is not one of {', '.join(LANGUAGES)}")
     python = lang == "python"
+    if python and name in sys.stdlib_module_names:
+        raise UsageError(f"{name!r} is a module of Python's standard library: choose another name")
     source = directory / f"{name}.{'py' if python else 'c'}"
     script = directory / f"build_{name}.sh"
     files = {

@@ -6,9 +6,10 @@ interface per granted host binding (:mod:`toolcage.host_bindings._component_impo
 nothing else. A linker is made once per set of bindings and shared by the calls.
 
 What a component imports is checked when it is loaded, not when it is called: its
-imports are read from its type (:func:`imports_of`) and anything beyond ``wasi:*@0.2.*``
-and the interfaces its declaration grants is refused by name (:func:`check_imports`), so a
-tool built against more than it declared never enters the runtime.
+imports are read from its type (:func:`imports_of`) and anything beyond WASI 0.2 (as
+linked: :data:`WASI_IMPORT`) and the interfaces its declaration grants is refused by name
+(:func:`check_imports`), so a tool built against more than it declared never enters the
+runtime.
 """
 
 from __future__ import annotations
@@ -27,8 +28,12 @@ from wasmtime.component import Component, Linker
 
 from ._link import LinkError
 
-WASI_IMPORT = re.compile(r"wasi:[a-z][a-z0-9-]*/[a-z][a-z0-9-]*@0\.2\.\d+")
-"""An import every component may have: an interface of WASI 0.2."""
+WASI_IMPORT = re.compile(
+    r"wasi:(?:io|clocks|random|cli|filesystem|sockets)/[a-z][a-z0-9-]*@0\.2\.\d+"
+)
+"""An import every component may have: an interface of WASI 0.2 that ``add_wasip2``
+provides (what it reaches is the call's WASI context: its preopens, no network, no
+environment). ``wasi:http`` is not linked, so not allowed either."""
 
 
 def imports_of(component: Component, engine: wasmtime.Engine) -> list[str]:
@@ -55,7 +60,7 @@ def check_imports(tool: str, imports: Iterable[str], granted: Iterable[str]) -> 
             offered = ", ".join(interface(c) for c in sorted(allowed & COMPONENT_CAPABILITIES))
             raise LinkError(
                 f"component tool {tool} imports {name!r}, which its declaration does not "
-                f"grant (it may import wasi:*@0.2.* and {offered or 'nothing else'})"
+                f"grant (it may import WASI 0.2 but wasi:http, and {offered or 'nothing else'})"
             )
         used.add(capability)
     return frozenset(used)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,10 @@ from typing import Any
 import pytest
 from toolcage.policies import ConfigError
 from toolcage.runtime import ProgressUpdate, Runtime, ToolExecutionContext
+from toolcage.runtime._errors import UsageError
+from toolcage.runtime.cli._new_tool import new_tool
+from toolcage.runtime.wasm._component_link import check_imports
+from toolcage.runtime.wasm._link import LinkError
 
 from ...adversarial.principals._cast import ADA, ADA_WORKER, BOB, BOB_REVIEWER, config_with_agents
 
@@ -179,6 +184,34 @@ class TestCapabilities:
         envelope = await call(site(tmp_path, probe, body=body), "probe", {"op": "now"})
         assert envelope["error_type"] == "permission_denied"
         assert "toolcage:tool/http@0.1.0" in envelope["message"]
+
+
+class TestImportCheck:
+    WASI = ("wasi:io/poll@0.2.9", "wasi:cli/stdout@0.2.9", "wasi:filesystem/preopens@0.2.0")
+
+    def test_wasi_and_granted_interfaces_pass(self) -> None:
+        imports = [*self.WASI, "toolcage:tool/fs@0.1.0", "toolcage:tool/log@0.1.0"]
+        assert check_imports("t", imports, ["fs", "log", "clock"]) == {"fs", "log"}
+
+    @pytest.mark.parametrize(
+        "name",
+        [
+            "toolcage:tool/http@0.1.0",  # not granted
+            "toolcage:tool/fs@0.2.0",  # another version of a granted one
+            "wasi:http/outgoing-handler@0.2.9",  # WASI, but not linked
+            "wasi:io/poll@0.3.0",
+            "toolcage:python/exec@0.1.0",
+            "evil",
+        ],
+    )
+    def test_anything_else_is_refused_by_name(self, name: str) -> None:
+        with pytest.raises(LinkError, match=re.escape(repr(name))):
+            check_imports("t", [*self.WASI, name], ["fs"])
+
+    def test_new_tool_refuses_a_standard_library_name(self, tmp_path: Path) -> None:
+        with pytest.raises(UsageError, match="standard library"):
+            new_tool("json", tmp_path, "python")
+        assert not list(tmp_path.iterdir())
 
 
 class TestLoadCheck:
