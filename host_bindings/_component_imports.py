@@ -13,7 +13,12 @@ their policies, not second implementations:
 - ``http`` hands the JSON request to the granted :class:`~._http.HttpBinding` (the egress
   policy, secrets and byte quotas; a worker's reading form sends only ``GET``/``HEAD``);
 - ``clock`` answers as ``toolcage_clock_v1.now``; ``log`` and ``progress`` go to the call's
-  logger and progress callback with the C bindings' caps.
+  logger and progress callback with the C bindings' caps;
+- the state relays (``memory``, ``scratchpad``, ``scheduler``) have one function,
+  ``call(name, request)``, answered by the binding's own JSON call of that name (its
+  :meth:`~._relay.Relayable.calls`: the calls of the form granted, so a worker's
+  ``memory`` answers ``search`` alone), with the call's principal from its
+  :class:`~._base.CallState`, never from the guest.
 
 Host functions run in the guest's thread with the call's :data:`~._base.current_call`
 set. A failure the tool should see is an ``err`` (or an ``"ok": false`` document); an
@@ -38,6 +43,7 @@ from ._clock import now_in
 from ._fs_files import ENTRY, HOW_DIR, HOW_FILE, FsError, call_files, listing, regular
 from ._http import HttpBinding
 from ._progress import LEVELS, MAX_MESSAGE_BYTES
+from ._relay import Relayable
 
 PACKAGE = "toolcage:tool"
 VERSION = "0.1.0"
@@ -45,6 +51,10 @@ MAX_READ_BYTES = 64 << 20
 """The most one ``fs.read-file`` returns, whatever ``max-bytes`` asks."""
 MAX_ENTRIES = 100_000
 """The most names one ``fs.list-dir`` returns; a larger directory is an ``err``."""
+STATE_RELAYS = frozenset({"memory", "scratchpad", "scheduler"})
+"""The capabilities offered as ``call(name, request)`` over their JSON calls."""
+COMPONENT_CAPABILITIES = frozenset({"fs", "http", "clock", "log", "progress"}) | STATE_RELAYS
+"""The capabilities the ``toolcage:tool`` world offers as interfaces."""
 
 _log = logging.getLogger("toolcage.host_bindings")
 _ERRNO_NAMES = {number: name for name, number in WASI.items()}
@@ -151,6 +161,26 @@ def _http(binding: HttpBinding) -> Callable[[str], str]:
     return request
 
 
+def _relay(binding: Relayable) -> Callable[[str, str], str]:
+    def call(name: str, text: str) -> str:
+        handler = binding.calls().get(name)
+        try:
+            req = json.loads(text) if text else {}
+        except json.JSONDecodeError:
+            req = None
+        if handler is None:
+            known = ", ".join(sorted(binding.calls()))
+            answer = failed("validation_error", f"{binding.name} has no call {name[:80]!r} here"
+                            f" (it answers {known})")  # fmt: skip
+        elif not isinstance(req, dict):
+            answer = failed("validation_error", "the request must be a JSON object")
+        else:
+            answer = handler(call_state(), req)
+        return json.dumps(answer, ensure_ascii=False)
+
+    return call
+
+
 def _now(timezone: str | None) -> str:
     return json.dumps(now_in(timezone))
 
@@ -189,11 +219,9 @@ def _functions(binding: HostBinding) -> dict[str, Callable[..., Any]]:
         return {"write": _silent(_write)}
     if capability == "progress":
         return {"report": _silent(_report)}
+    if capability in STATE_RELAYS and isinstance(binding, Relayable):
+        return {"call": _shielded(f"{capability}.call", _relay(binding), _as_document)}
     raise ValueError(f"capability {binding.name!r} has no interface in {PACKAGE}@{VERSION}")
-
-
-COMPONENT_CAPABILITIES = frozenset({"fs", "http", "clock", "log", "progress"})
-"""The capabilities the ``toolcage:tool`` world offers as interfaces."""
 
 
 def define_interface(root: LinkerInstance, binding: HostBinding) -> None:

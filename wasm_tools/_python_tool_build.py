@@ -30,7 +30,7 @@ from ._python_build import GUEST, PYTHON, WIT, PythonBuildError, componentize, i
 
 TOOL_APP = PYTHON / "tool"
 WORLD = "granted"
-INTERFACES = ("fs", "http", "clock", "log", "progress")
+INTERFACES = ("fs", "http", "clock", "log", "progress", "memory", "scratchpad", "scheduler")
 """The capabilities of ``tool.wit``, each an interface of the same name."""
 NOT_IMPORTS = frozenset({"mounts"})
 """Needs that are no import (the mounts are WASI preopens)."""

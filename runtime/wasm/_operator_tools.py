@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolcage.host_bindings._component_imports import COMPONENT_CAPABILITIES
 from toolcage.policies import ConfigError, ToolcageConfig
 
 from .._tool import SafetyTier
@@ -31,7 +32,7 @@ from ._tool import NON_BINDING_NEEDS, WasmToolSpec
 
 COMPONENT_HEADER = b"\0asm\x0d\x00\x01\x00"
 """The first bytes of a WebAssembly component (a core module's say version 1, layer 0)."""
-COMPONENT_NEEDS = frozenset({"fs", "http", "clock", "log", "progress", "mounts"})
+COMPONENT_NEEDS = COMPONENT_CAPABILITIES | {"mounts"}
 """What a component tool's ``needs`` may name: the ``toolcage:tool`` interfaces, and mounts."""
 
 KEYS = frozenset(

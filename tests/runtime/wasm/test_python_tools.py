@@ -180,7 +180,9 @@ class TestCapabilities:
         assert 'probe.py", line' in caplog.text
 
     async def test_a_withdrawn_grant_fails_the_call(self, probe: Path, tmp_path: Path) -> None:
-        body = MOUNTS + '\n[egress.grants]\nprobe = ["fs", "clock", "log", "progress"]\n'
+        body = (
+            MOUNTS + '\n[egress.grants]\nprobe = ["fs", "clock", "log", "progress", "scratchpad"]\n'
+        )
         envelope = await call(site(tmp_path, probe, body=body), "probe", {"op": "now"})
         assert envelope["error_type"] == "permission_denied"
         assert "toolcage:tool/http@0.1.0" in envelope["message"]
@@ -221,7 +223,7 @@ class TestLoadCheck:
         config = site(tmp_path, probe)
         declaration = tmp_path / "tools" / "probe.json"
         raw = json.loads(declaration.read_text())
-        raw["needs"] = ["fs", "clock", "log", "progress"]
+        raw["needs"] = ["fs", "clock", "log", "progress", "scratchpad"]
         declaration.write_text(json.dumps(raw))
         with pytest.raises(ConfigError) as caught:
             Runtime.from_config(config)
@@ -235,9 +237,9 @@ class TestLoadCheck:
         config = site(tmp_path, probe)
         declaration = tmp_path / "tools" / "probe.json"
         raw = json.loads(declaration.read_text())
-        raw["needs"] = ["fs", "memory"]
+        raw["needs"] = ["fs", "search"]
         declaration.write_text(json.dumps(raw))
-        with pytest.raises(ConfigError, match=r"needs\[1\]: 'memory' is not offered"):
+        with pytest.raises(ConfigError, match=r"needs\[1\]: 'search' is not offered"):
             Runtime.from_config(config)
 
 
@@ -249,12 +251,12 @@ class TestPrincipals:
         assert envelope["error_type"] == "not_found"  # not among the agent's tools
         assert (await call(config, "probe", {"op": "now"}, BOB))["status"] == "success"
 
-    async def test_a_worker_sends_only_network_reads(self, probe: Path, tmp_path: Path) -> None:
-        arguments = {"op": "post", "path": "http://127.0.0.1:9/"}
-        envelope = await call(site(tmp_path, probe), "probe", arguments, ADA_WORKER)
-        answer = json.loads(envelope["result"])
-        assert answer["error_type"] == "permission_denied"
-        assert answer["message"].startswith("a worker session only reads from the network")
+    async def test_a_worker_is_refused_what_workers_are_withheld(
+        self, probe: Path, tmp_path: Path
+    ) -> None:
+        envelope = await call(site(tmp_path, probe), "probe", {"op": "now"}, ADA_WORKER)
+        assert envelope["error_type"] == "permission_denied"
+        assert "imports toolcage:tool/scratchpad@0.1.0" in envelope["message"]
 
     async def test_two_users_see_only_their_own_mounts(self, probe: Path, tmp_path: Path) -> None:
         config = site(tmp_path, probe, body=PER_USER)
@@ -270,3 +272,14 @@ class TestPrincipals:
                 assert result.output_text == f"{user}'s\n"
                 listed = await runtime.execute("probe", {"op": "list", "path": "/workspace"}, who)
                 assert json.loads(listed.output_text) == ["mine.txt"]
+
+    async def test_state_relays_reach_only_the_callers_own_state(
+        self, probe: Path, tmp_path: Path
+    ) -> None:
+        async with Runtime.from_config(site(tmp_path, probe)) as runtime:
+            wrote = await runtime.execute("probe", {"op": "note", "path": "ada's item"}, ADA)
+            assert json.loads(wrote.output_text)["ok"] is True
+            ada = json.loads((await runtime.execute("probe", {"op": "notes"}, ADA)).output_text)
+            bob = json.loads((await runtime.execute("probe", {"op": "notes"}, BOB)).output_text)
+        assert json.loads(ada["text"])["items"] == ["ada's item"]
+        assert "ada's item" not in json.dumps(bob)

@@ -3,7 +3,7 @@
 import json
 
 from componentize_py_types import Err
-from wit_world.imports import clock, fs, http, log, progress
+from wit_world.imports import clock, fs, http, log, progress, scratchpad
 
 
 def run(arguments: dict) -> object:
@@ -26,7 +26,8 @@ def run(arguments: dict) -> object:
         return "reported"
     if op == "fetch":
         return json.loads(http.request(json.dumps({"method": "GET", "url": path})))
-    if op == "post":
-        request = {"method": "POST", "url": path, "body": "x"}
-        return json.loads(http.request(json.dumps(request)))
+    if op == "note":
+        return json.loads(scratchpad.call("write", json.dumps({"items": [path]})))
+    if op == "notes":
+        return json.loads(scratchpad.call("read", "{}"))
     raise RuntimeError(f"no such op {op!r}")
