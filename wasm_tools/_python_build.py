@@ -42,6 +42,8 @@ HERE = Path(__file__).resolve().parent
 PYTHON = HERE / "python"
 GUEST = PYTHON / "guest"
 WIT = PYTHON / "wit"
+EXEC_WIT = WIT / "exec.wit"
+"""The ``toolcage:python`` package (beside it, ``tool.wit`` is another package)."""
 WORLD = "exec"
 APP = "app"
 """The guest module holding the world's implementation."""
@@ -180,7 +182,7 @@ def componentize_py_version() -> str:
 
 def guest_inputs() -> list[Path]:
     """The guest sources and WIT the component is built from."""
-    return sorted([*GUEST.glob("*.py"), *WIT.glob("*.wit")])
+    return sorted([*GUEST.glob("*.py"), EXEC_WIT])
 
 
 def input_key(packages: Iterable[Package]) -> str:
@@ -200,7 +202,7 @@ def _run_componentize(packages: Sequence[Package], out: Path, work: Path) -> Non
     (app / "bundle.py").write_text(
         f'"""Bundled packages, preloaded."""\n\nPACKAGES = {tuple(extra)!r}\n'
     )
-    componentize(app, APP, WIT, WORLD, packages, out, work)
+    componentize(app, APP, EXEC_WIT, WORLD, packages, out, work)
 
 
 def componentize(
@@ -213,8 +215,8 @@ def componentize(
     work: Path,
 ) -> None:
     """Run the pinned componentize-py on module ``app`` of ``app_dir`` against ``world``
-    of the WIT in ``wit``, hermetically: its only packages are ``packages``, unpacked
-    into a virtualenv of its own under ``work``."""
+    of the WIT in ``wit`` (a file or a folder), hermetically: its only packages are
+    ``packages``, unpacked into a virtualenv of its own under ``work``."""
     componentize_py_version()
     site = work / "venv" / "lib" / f"python{GUEST_PYTHON}" / "site-packages"
     site.mkdir(parents=True)
