@@ -41,6 +41,7 @@ lint: install ## ruff, the import contracts ([tool.importlinter]) and mypy --str
 	$(BIN)/mypy -p toolcage.runtime -p toolcage.policies -p toolcage.host_bindings -p toolcage.sidecar -p toolcage.wasm_tools
 	$(BIN)/mypy tests build_backend.py
 	cd wasm_tools/python/guest && ../../../$(BIN)/mypy --config-file ../../../pyproject.toml --python-version 3.14 *.py
+	cd wasm_tools/python/tool && MYPYPATH=../guest ../../../$(BIN)/mypy --config-file ../../../pyproject.toml --python-version 3.14 *.py
 
 bench: install system-deps wasm ## measure the pipeline, the sandbox and the shell round trip
 	$(BIN)/python tests/bench/run.py

@@ -105,13 +105,12 @@ class HttpBinding:
         return self._secrets.describe(placeholders=takes_headers)
 
     def define(self, linker: wasmtime.Linker) -> None:
-        define_json_call(
-            linker,
-            module_name("http"),
-            "request",
-            lambda state, req: self.perform(
-                state.tool_name, req, state.deadline, meter_for(self._rate_limits, state)
-            ),
+        define_json_call(linker, module_name("http"), "request", self.answer)
+
+    def answer(self, state: CallState, req: dict[str, Any]) -> dict[str, Any]:
+        """Run one decoded request of the call ``state`` (its deadline, its byte quota)."""
+        return self.perform(
+            state.tool_name, req, state.deadline, meter_for(self._rate_limits, state)
         )
 
     def perform(

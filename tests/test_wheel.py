@@ -157,6 +157,9 @@ class TestWheel:
         assert "toolcage/wasm_tools/python/wit/exec.wit" in names
         for guest in ("app.py", "sandbox.py", "preload.py"):  # for --python-exec --packages
             assert f"toolcage/wasm_tools/python/guest/{guest}" in names
+        # the world of operators' Python tools, and the app --python-tool builds around one
+        assert "toolcage/wasm_tools/python/wit/tool.wit" in names
+        assert "toolcage/wasm_tools/python/tool/tool_app.py" in names
         found = subprocess.run(
             [
                 str(installed.venv / "bin" / "python"),

@@ -42,6 +42,8 @@ HERE = Path(__file__).resolve().parent
 PYTHON = HERE / "python"
 GUEST = PYTHON / "guest"
 WIT = PYTHON / "wit"
+EXEC_WIT = WIT / "exec.wit"
+"""The ``toolcage:python`` package (beside it, ``tool.wit`` is another package)."""
 WORLD = "exec"
 APP = "app"
 """The guest module holding the world's implementation."""
@@ -180,7 +182,7 @@ def componentize_py_version() -> str:
 
 def guest_inputs() -> list[Path]:
     """The guest sources and WIT the component is built from."""
-    return sorted([*GUEST.glob("*.py"), *WIT.glob("*.wit")])
+    return sorted([*GUEST.glob("*.py"), EXEC_WIT])
 
 
 def input_key(packages: Iterable[Package]) -> str:
@@ -195,13 +197,29 @@ def input_key(packages: Iterable[Package]) -> str:
 
 def _run_componentize(packages: Sequence[Package], out: Path, work: Path) -> None:
     app = work / "app"
-    site = work / "venv" / "lib" / f"python{GUEST_PYTHON}" / "site-packages"
-    site.mkdir(parents=True)
     shutil.copytree(GUEST, app, ignore=shutil.ignore_patterns("__pycache__"))
     extra = sorted({name for p in packages if p.wheel is not None for name in p.top_level()})
     (app / "bundle.py").write_text(
         f'"""Bundled packages, preloaded."""\n\nPACKAGES = {tuple(extra)!r}\n'
     )
+    componentize(app, APP, EXEC_WIT, WORLD, packages, out, work)
+
+
+def componentize(
+    app_dir: Path,
+    app: str,
+    wit: Path,
+    world: str,
+    packages: Sequence[Package],
+    out: Path,
+    work: Path,
+) -> None:
+    """Run the pinned componentize-py on module ``app`` of ``app_dir`` against ``world``
+    of the WIT in ``wit`` (a file or a folder), hermetically: its only packages are
+    ``packages``, unpacked into a virtualenv of its own under ``work``."""
+    componentize_py_version()
+    site = work / "venv" / "lib" / f"python{GUEST_PYTHON}" / "site-packages"
+    site.mkdir(parents=True)
     for package in packages:
         package.unpack(site)
     # Only what the build needs: no PYTHONPATH, no other virtualenv, no pipenv lookup.
@@ -212,7 +230,8 @@ def _run_componentize(packages: Sequence[Package], out: Path, work: Path) -> Non
     }
     command = [
         sys.executable, "-c", "import sys, componentize_py; sys.exit(componentize_py.script())",
-        "-q", "-d", str(WIT), "-w", WORLD, "componentize", APP, "-p", str(app), "-o", str(out),
+        "-q", "-d", str(wit), "-w", world, "componentize", app, "-p", str(app_dir),
+        "-o", str(out),
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=work, check=False)  # noqa: S603
     if done.returncode != 0 or not out.is_file():

@@ -20,7 +20,8 @@ library directory of its own per user and zig version
 :mod:`._python_build`. The modules ship as package data; an installed toolcage reads them
 with :mod:`importlib.resources` and never compiles anything. :func:`build_cached` compiles
 other guests (the test suite's) into a per-user cache keyed by their content, and
-:func:`build_tool` (``--tool NAME.c [--out DIR]``) an operator's own guest with the SDK.
+:func:`build_tool` (``--tool NAME.c [--out DIR]``) an operator's own guest with the SDK;
+:mod:`._python_tool_build` (``--python-tool NAME.py``) an operator's tool written in Python.
 """
 
 from __future__ import annotations
@@ -368,7 +369,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``python_exec.wasm``, see :mod:`._python_build`),
     ``python -m toolcage.wasm_tools.build --tool NAME.c [--out DIR]`` for one operator tool, or
     ``... --python-exec --packages SPEC [SPEC ...] --out FILE`` for a python_exec component
-    that bundles an operator's pure-Python packages."""
+    that bundles an operator's pure-Python packages, or ``... --python-tool NAME.py [--out
+    DIR]`` for an operator's tool written in Python (see :mod:`._python_tool_build`)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if "--tool" in args:
         return _main_tool(args)
@@ -376,6 +378,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if "--python-exec" in args:
         return python.main(args)
+    if "--python-tool" in args:
+        from . import _python_tool_build
+
+        return _python_tool_build.main(args)
     try:
         built = build_all(force="--force" in args)
         if python.build_default(force="--force" in args):

@@ -1,10 +1,13 @@
-"""``toolcage new-tool NAME``: the files of a new operator guest tool.
+"""``toolcage new-tool NAME [--lang c|python]``: the files of a new operator guest tool.
 
-It writes ``NAME.c`` (a read-only tool that reads one file through the host's ``fs``
-binding), its declaration ``NAME.json`` and ``build_NAME.sh``, which compiles it with the pinned
-zig and the SDK shipped in the package (``python -m toolcage.wasm_tools.build --tool``).
-Name the directory in ``[guest_tools] dirs`` and the built tool loads with the built-ins.
-The guest ABI is described in ``toolcage/wasm_tools/sdk/README.md``.
+It writes the tool's code -- ``NAME.c`` (C, the default) or ``NAME.py`` (Python) -- a
+read-only tool that reads one file through the host's ``fs`` capability, its declaration
+``NAME.json`` and ``build_NAME.sh``, which builds it: C with the pinned zig and the SDK
+shipped in the package (``python -m toolcage.wasm_tools.build --tool``; the guest ABI is
+described in ``toolcage/wasm_tools/sdk/README.md``), Python with the pinned componentize-py
+into a component of the ``toolcage:tool`` world (``--python-tool``; the world is
+``toolcage/wasm_tools/python/wit/tool.wit``). Name the directory in ``[guest_tools] dirs``
+and the built tool loads with the built-ins.
 """
 
 from __future__ import annotations
@@ -61,7 +64,38 @@ int main(void) {{ return tc_tool_main(run); }}
 """
 
 
-def declaration(name: str) -> dict[str, object]:
+PYTHON_SOURCE = '''\
+"""{name}: reads a text file under the granted mounts and returns its first line.
+
+Built into a WebAssembly component with ``sh build_{name}.sh``. The host's capabilities
+this tool's declaration grants (its ``needs``) are the modules of ``wit_world.imports``;
+the build links nothing else. A failing host call raises ``Err``, its reason in ``.value``.
+"""
+
+from componentize_py_types import Err
+from wit_world.imports import fs, log
+
+READ_CAP = 1 << 20
+
+
+def run(arguments: dict) -> str:
+    """The tool: ``arguments`` are its validated parameters; the text returned is its
+    result (a dict or list would be sent as JSON); an exception is its error."""
+    path = arguments["path"]
+    try:
+        data = fs.read_file(path, READ_CAP)  # only beneath the mounts granted to this tool
+    except Err as err:
+        raise ValueError(f"cannot read {{path}}: {{err.value}}") from None
+    line = data.decode("utf-8", errors="replace").split("\\n", 1)[0]
+    log.write("info", f"read {{len(data)}} bytes of {{path}}")
+    return f"first line of {{path}}: {{line}}"
+'''
+"""The Python tool's code (``run`` is what the host calls)."""
+
+LANGUAGES = ("c", "python")
+
+
+def declaration(name: str, lang: str = "c") -> dict[str, object]:
     """The declaration of the scaffolded tool."""
     return {
         "name": name,
@@ -77,26 +111,33 @@ def declaration(name: str) -> dict[str, object]:
         "safety_tier": "read_only",
         "timeout": 10,
         "path_arguments": {"path": "read"},
-        "needs": ["fs"],
+        "needs": ["fs", "log"] if lang == "python" else ["fs"],
     }
 
 
 def build_command(source: Path) -> list[str]:
-    """The command that compiles ``source`` into the module beside it."""
-    return [sys.executable, "-m", "toolcage.wasm_tools.build", "--tool", str(source)]
+    """The command that builds ``source`` into the module (or component) beside it."""
+    flag = "--python-tool" if source.suffix == ".py" else "--tool"
+    return [sys.executable, "-m", "toolcage.wasm_tools.build", flag, str(source)]
 
 
-def new_tool(name: str, directory: Path) -> list[Path]:
-    """Write the files of tool ``name`` into ``directory``; refuses to overwrite any."""
+def new_tool(name: str, directory: Path, lang: str = "c") -> list[Path]:
+    """Write the files of tool ``name`` in ``lang`` into ``directory``; refuses to
+    overwrite any."""
     if not NAME.fullmatch(name):
         raise UsageError(f"{name!r} is not a tool name: lowercase letters, digits and _")
-    source = directory / f"{name}.c"
+    if lang not in LANGUAGES:
+        raise UsageError(f"{lang!r} is not one of {', '.join(LANGUAGES)}")
+    python = lang == "python"
+    if python and name in sys.stdlib_module_names:
+        raise UsageError(f"{name!r} is a module of Python's standard library: choose another name")
+    source = directory / f"{name}.{'py' if python else 'c'}"
     script = directory / f"build_{name}.sh"
     files = {
-        source: SOURCE.format(name=name),
-        directory / f"{name}.json": json.dumps(declaration(name), indent=2) + "\n",
+        source: (PYTHON_SOURCE if python else SOURCE).format(name=name),
+        directory / f"{name}.json": json.dumps(declaration(name, lang), indent=2) + "\n",
         script: '#!/bin/sh\ncd "$(dirname "$0")" || exit 1\nexec '
-        + shlex.join(build_command(Path(f"{name}.c")))
+        + shlex.join(build_command(Path(source.name)))
         + "\n",
     }
     existing = [path for path in files if path.exists()]
@@ -129,12 +170,15 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--dir", type=Path, default=Path("."), help="where to write them (default: here)"
     )
+    parser.add_argument(
+        "--lang", choices=LANGUAGES, default="c", help="the language of its code (default: c)"
+    )
 
 
 def run_new_tool(args: argparse.Namespace) -> int:
     """Write the files; 0, or 2 with a one-line error."""
     try:
-        written = new_tool(args.name, args.dir)
+        written = new_tool(args.name, args.dir, args.lang)
     except (UsageError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

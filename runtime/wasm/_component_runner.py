@@ -1,7 +1,8 @@
 """Running one call of a WebAssembly component: a fresh store and instance, WASI, limits.
 
-Per engine the runner keeps one component :class:`~wasmtime.component.Linker` holding WASI
-0.2 and nothing else (a component that imports more fails to instantiate), and a
+Per engine the runner keeps a component :class:`~wasmtime.component.Linker` per set of
+granted host bindings, holding WASI 0.2 and their ``toolcage:tool`` interfaces and nothing
+else (:mod:`._component_link`; ``python_exec`` gets WASI alone), and a
 :class:`~._components.ComponentCache`. Per call it builds what must be fresh: a
 :class:`wasmtime.Store` with the call's memory limit and the epoch deadline callback of
 :mod:`._control` (the deadline is the tool's timeout or the pipeline's, the earlier, as for
@@ -9,7 +10,8 @@ modules), a WASI context with ``argv``, **no environment**, stdout and stderr in
 :class:`~._output.CappedOutput` buffers (every write is accepted, the first ``cap`` bytes
 kept and the rest counted) and exactly the granted mounts as preopens (read-only ones with
 ``fs_mutable=False``); then it instantiates the component, calls its export with the given
-arguments and closes the store, however the call ended. What the run left is plain data
+arguments (with the call's :class:`~toolcage.host_bindings.CallState` current, for the host
+functions) and closes the store, however the call ended. What the run left is plain data
 (:class:`ComponentRun`): the lifted result and the :class:`~._outcome.GuestRun` that
 :func:`~._outcome.outcome` maps onto the error envelope.
 
@@ -34,6 +36,7 @@ from typing import Any
 
 import anyio
 import wasmtime
+from toolcage.host_bindings import CallState, HostBinding, current_call
 from toolcage.policies import GrantedMount
 from wasmtime.component import Component, Linker
 
@@ -41,6 +44,7 @@ from .._deadline import claim_deadline
 from .._errors import ToolCancelledError
 from .._threads import run_in_worker
 from ._capi import stop_at_deadlines
+from ._component_link import component_linker
 from ._components import ComponentCache
 from ._control import STOP_MESSAGE, CallControl
 from ._engine import EngineClosedError, WasmEngine
@@ -78,7 +82,7 @@ class ComponentRunner:
     def __init__(self, engine: WasmEngine, components: ComponentCache | None = None) -> None:
         self.engine = engine
         self._components = components
-        self._linker: Linker | None = None
+        self._linkers: dict[tuple[str, ...], Linker] = {}
         self._lock = threading.Lock()
         engine.on_release(self._release)
 
@@ -91,13 +95,13 @@ class ComponentRunner:
                 self._components = ComponentCache(engine.engine, settings=engine.settings)
             return self._components
 
-    def _linker_of(self, engine: wasmtime.Engine) -> Linker:
+    def _linker_of(self, engine: wasmtime.Engine, bindings: Sequence[HostBinding]) -> Linker:
+        key = tuple(binding.name for binding in bindings)
         with self._lock:
-            if self._linker is None:
-                linker = Linker(engine)
-                linker.add_wasip2()
-                self._linker = linker
-            return self._linker
+            linker = self._linkers.get(key)
+            if linker is None:
+                linker = self._linkers[key] = component_linker(engine, bindings)
+            return linker
 
     async def prepare(self, name: str, path: Path) -> Component:
         """The compiled component of ``path``, compiled (once) in a guest thread.
@@ -128,8 +132,12 @@ class ComponentRunner:
         arguments: Sequence[Any],
         mounts: Sequence[GrantedMount],
         limits: GuestLimits,
+        *,
+        bindings: Sequence[HostBinding] = (),
+        state: CallState | None = None,
     ) -> ComponentRun:
-        """Call ``export`` of the component in ``path`` once, in a fresh instance."""
+        """Call ``export`` of the component in ``path`` once, in a fresh instance linked
+        with ``bindings``, whose host functions see ``state``."""
         component = await self.prepare(name, path)
         at = time.monotonic() + limits.timeout
         deadline = claim_deadline()
@@ -147,8 +155,9 @@ class ComponentRunner:
             try:
                 with self.engine.slot():
                     return self._run_sync(
-                        engine, name, component, export, arguments, mounts, limits, control
-                    )
+                        engine, name, component, export, arguments, mounts, limits, control,
+                        bindings, state,
+                    )  # fmt: skip
             finally:
                 self.engine.leave(control)
                 done.set()
@@ -173,6 +182,8 @@ class ComponentRunner:
         mounts: Sequence[GrantedMount],
         limits: GuestLimits,
         control: CallControl,
+        bindings: Sequence[HostBinding] = (),
+        state: CallState | None = None,
     ) -> ComponentRun:
         """Run the call in this (guest) thread, which holds an instance slot."""
         stdout = CappedOutput(limits.output_bytes)
@@ -183,6 +194,10 @@ class ComponentRunner:
             run.guest.failure, run.guest.stopped = "stopped before it started", control.reason
             return run
         store = wasmtime.Store(engine)
+        token = None
+        if state is not None:
+            state.landing.attach(control.landed)
+            token = current_call.set(state)
         try:
             store.set_limits(memory_size=limits.memory_bytes)
             stop_at_deadlines(store, control.should_stop, STOP_MESSAGE)
@@ -193,7 +208,7 @@ class ComponentRunner:
             for mount in mounts:
                 wasi.preopen_dir(str(mount.host), mount.guest, fs_mutable=mount.writable)
             store.set_wasi(wasi)
-            instance = self._linker_of(engine).instantiate(store, component)
+            instance = self._linker_of(engine, bindings).instantiate(store, component)
             func = instance.get_func(store, export)
             if func is None:
                 run.guest.failure = f"the component exports no function {export!r}"
@@ -205,16 +220,20 @@ class ComponentRunner:
             run.guest.failure = f"the component's {export!r} does not fit its caller: {exc}"
         finally:
             run.guest.stopped = control.reason if run.guest.failed else None
+            if token is not None:
+                current_call.reset(token)
+            if state is not None:
+                state.release()  # what host functions opened for the call
             # The store (its memories, descriptors and pool slot) goes now.
             store.close()
         return run
 
     def _release(self) -> None:
-        """Free the linker and the compiled components (the engine is being released)."""
+        """Free the linkers and the compiled components (the engine is being released)."""
         with self._lock:
-            linker, self._linker = self._linker, None
+            linkers, self._linkers = list(self._linkers.values()), {}
             components = self._components
-        if linker is not None:
+        for linker in linkers:
             linker.close()
         if components is not None:
             components.close()

@@ -12,8 +12,9 @@ guests keep their schedules in the same database (their own tables, their own
 connections, opened on first use too); they exist while both ``[state]`` and
 ``[scheduler]`` are enabled. ``send_media`` sends through the host's channel.
 
-``python_exec`` runs on an engine of its own (:mod:`._component_engine`), made on its first
-call and closed with the runtime like the guests' engine.
+``python_exec`` and the operator's component tools (:mod:`._component_tool`) run on an
+engine of their own (:mod:`._component_engine`), made on its first call and closed with
+the runtime like the guests' engine.
 """
 
 from __future__ import annotations
@@ -47,7 +48,10 @@ from .._threads import run_in_worker
 from .._tool import FunctionDecl, Tool
 from ._capi import define_raw_func
 from ._component_engine import COMPONENTS
+from ._component_link import check_imports, imports_of
 from ._component_runner import ComponentRunner
+from ._component_tool import ComponentTool
+from ._components import ComponentCache
 from ._engine import WasmEngine
 from ._link import LinkError, link
 from ._modules import ModuleCache
@@ -120,7 +124,14 @@ def wasm_builtins(
     own = operator_tools(config, taken=[*builtin_names, *taken], bindings=bindings.names)
     limits = {
         spec.decl.name: guest_limits(tool_limits.of(spec.decl.name, spec.timeout))
-        for spec in [*specs, *(tool.spec for tool in own)]
+        for spec in [*specs, *(tool.spec for tool in own if not tool.component)]
+    }
+    component_limits = {
+        tool.spec.decl.name: _component_limits(
+            tool_limits.of(tool.spec.decl.name, tool.spec.timeout)
+        )
+        for tool in own
+        if tool.component
     }
 
     # The engine joins the runtime's exit stack only once it exists (on first use), so a
@@ -145,21 +156,52 @@ def wasm_builtins(
         tools.append(
             WasmTool(spec, runner, mounts, bindings=granted, limits=limits[name], channel=channel)
         )
+    exec_limits = _component_limits(tool_limits.of(NAME, TIMEOUT))
+    components = component_runner(config, stack, [exec_limits, *component_limits.values()])
     for tool in own:
-        tools.append(_operator_tool(tool, runner, bindings, mounts, limits, channel))
-    tools.append(python_exec_tool(config, stack, mounts=mounts, tool_limits=tool_limits))
+        if tool.component:
+            limit = component_limits[tool.spec.decl.name]
+            tools.append(_component_tool(tool, components, bindings, mounts, limit))
+        else:
+            tools.append(_operator_tool(tool, runner, bindings, mounts, limits, channel))
+    tools.append(python_exec_tool(config, components, mounts=mounts, limits=exec_limits))
     return tools
+
+
+def component_runner(
+    config: ToolcageConfig, stack: AsyncExitStack, limits: Iterable[GuestLimits]
+) -> ComponentRunner:
+    """The runner of the components (``python_exec``, the operator's component tools), on
+    an engine sized for the largest of their ``limits``, closed with ``stack`` once opened."""
+
+    def on_open() -> None:
+        stack.push_async_callback(run_in_worker, engine.close)
+
+    engine = WasmEngine(
+        max_memory_bytes=max([MEMORY_BYTES, *(limit.memory_bytes for limit in limits)]),
+        one_cpu=config.limits.guests_on_one_cpu,
+        on_open=on_open,
+        profile=COMPONENTS,
+    )
+    return ComponentRunner(engine)
+
+
+def _component_limits(limits: ToolLimits) -> GuestLimits:
+    """A component's limits: a guest's, with the interpreter's memory floor by default."""
+    return dataclasses.replace(
+        guest_limits(limits), memory_bytes=limits.memory_bytes or MEMORY_BYTES
+    )
 
 
 def python_exec_tool(
     config: ToolcageConfig,
-    stack: AsyncExitStack,
+    runner: ComponentRunner,
     *,
     mounts: MountPolicy,
-    tool_limits: ToolLimitsTable,
+    limits: GuestLimits,
 ) -> PythonExecTool:
-    """``python_exec`` under ``mounts`` and its ``[tools.python_exec]`` limits, on a
-    component engine closed with ``stack`` once it was opened."""
+    """``python_exec`` under ``mounts`` and its ``[tools.python_exec]`` ``limits``, run by
+    the component ``runner``."""
     for name, entry in config.tools.items():
         if entry.component is not None and name != NAME:
             raise ConfigError(f"tools.{name}.component: only {NAME} runs a component")
@@ -169,21 +211,7 @@ def python_exec_tool(
         component = (config.base_dir / override.component).resolve()
         if not component.is_file():
             raise ConfigError(f"tools.{NAME}.component: no such file: {component}")
-    resolved = tool_limits.of(NAME, TIMEOUT)
-    limits = dataclasses.replace(
-        guest_limits(resolved), memory_bytes=resolved.memory_bytes or MEMORY_BYTES
-    )
-
-    def on_open() -> None:
-        stack.push_async_callback(run_in_worker, engine.close)
-
-    engine = WasmEngine(
-        max_memory_bytes=max(MEMORY_BYTES, limits.memory_bytes),
-        one_cpu=config.limits.guests_on_one_cpu,
-        on_open=on_open,
-        profile=COMPONENTS,
-    )
-    return PythonExecTool(ComponentRunner(engine), mounts, limits, component=component)
+    return PythonExecTool(runner, mounts, limits, component=component)
 
 
 def _relayed(spec: WasmToolSpec, granted: list[HostBinding]) -> list[HostBinding]:
@@ -228,6 +256,48 @@ def _operator_tool(
     check_module(tool, granted if len(granted) == len(declared) else None)
     runner.register_module_path(name, tool.wasm)
     return WasmTool(spec, runner, mounts, bindings=granted, limits=limits[name], channel=channel)
+
+
+def _component_tool(
+    tool: OperatorTool,
+    runner: ComponentRunner,
+    bindings: HostBindings,
+    mounts: MountPolicy,
+    limits: GuestLimits,
+) -> ComponentTool:
+    """An operator's component tool, its imports checked against its declaration."""
+    spec = tool.spec
+    declared = [n for n in spec.needs if n not in NON_BINDING_NEEDS]
+    imports = check_component(tool, declared, runner.engine)
+    granted = bindings.granted(spec.decl.name, declared)
+    return ComponentTool(
+        spec, tool.wasm, runner, mounts, imports=imports, bindings=granted, limits=limits
+    )
+
+
+def check_component(
+    tool: OperatorTool, declared: Iterable[str], runs_on: WasmEngine
+) -> frozenset[str]:
+    """The capabilities the component of ``tool`` imports; a config error when it is not
+    a usable component or imports beyond WASI 0.2 and the ``declared`` capabilities.
+
+    It is compiled to read its imports, through the on-disk cache (seconds the first time,
+    milliseconds after), on an engine configured as ``runs_on``, the one that will run it:
+    its first call then finds the compiled code cached. The engine is the check's own, and
+    closed at once, so that a runtime that never runs the tool opens no component engine."""
+    engine = wasmtime.Engine(runs_on.profile.configure(runs_on.max_memory_bytes))
+    cache = ComponentCache(engine, settings=runs_on.settings)
+    try:
+        imports = imports_of(cache.get(tool.wasm), engine)
+        return check_imports(tool.spec.decl.name, imports, declared)
+    except LinkError as exc:
+        raise ConfigError(f"{tool.declaration}: needs: {exc}") from exc
+    except (wasmtime.WasmtimeError, OSError, UsageError) as exc:
+        reason = str(exc).strip().splitlines()[0]
+        raise ConfigError(f"{tool.wasm}: not a usable WASM component: {reason}") from exc
+    finally:
+        cache.close()
+        engine.close()
 
 
 def check_module(tool: OperatorTool, bindings: list[HostBinding] | None) -> None:

@@ -9,6 +9,11 @@ Everything in it is checked when the runtime is built, and the first fault is a
 The tools then load like the built-ins: the same engine, module cache and runner, the same
 mount policy and host-binding grants (see :mod:`._loader`, which also links each module at
 load, so a module that imports what its ``needs`` do not grant is refused there too).
+
+A ``NAME.wasm`` that is a WebAssembly *component* (its header says so) is a tool of the
+``toolcage:tool`` world (:mod:`._component_tool`): its ``needs`` may name only the
+capabilities that world offers and ``mounts``, and its imports are checked against them
+at load as well.
 """
 
 from __future__ import annotations
@@ -19,10 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolcage.host_bindings._component_imports import COMPONENT_CAPABILITIES
 from toolcage.policies import ConfigError, ToolcageConfig
 
 from .._tool import SafetyTier
 from ._tool import NON_BINDING_NEEDS, WasmToolSpec
+
+COMPONENT_HEADER = b"\0asm\x0d\x00\x01\x00"
+"""The first bytes of a WebAssembly component (a core module's say version 1, layer 0)."""
+COMPONENT_NEEDS = COMPONENT_CAPABILITIES | {"mounts"}
+"""What a component tool's ``needs`` may name: the ``toolcage:tool`` interfaces, and mounts."""
 
 KEYS = frozenset(
     {"name", "description", "parameters", "safety_tier", "timeout", "path_arguments", "needs"}
@@ -42,6 +53,8 @@ class OperatorTool:
     """Its module."""
     declaration: Path
     """Its ``NAME.json``, which errors name."""
+    component: bool = False
+    """Its ``NAME.wasm`` is a component of the ``toolcage:tool`` world, not a module."""
 
 
 def operator_tools(
@@ -80,10 +93,22 @@ def _load(declaration: Path, bindings: frozenset[str]) -> OperatorTool:
     if not wasm.is_file():
         raise ConfigError(f"{declaration}: no module {wasm.name} beside it")
     try:
+        with wasm.open("rb") as file:
+            component = file.read(len(COMPONENT_HEADER)) == COMPONENT_HEADER
+    except OSError as exc:
+        raise ConfigError(f"{wasm}: cannot read: {exc.strerror}") from exc
+    if component:
+        for index, need in enumerate(raw.get("needs", [])):
+            if need not in COMPONENT_NEEDS:
+                raise ConfigError(
+                    f"{declaration}: needs[{index}]: {need!r} is not offered to a component"
+                    f" tool (one of {', '.join(sorted(COMPONENT_NEEDS))})"
+                )
+    try:
         spec = WasmToolSpec.from_json(text, str(declaration))
     except ValueError as exc:  # anything _check let through
         raise ConfigError(str(exc)) from exc
-    return OperatorTool(spec, wasm, declaration)
+    return OperatorTool(spec, wasm, declaration, component)
 
 
 def _check(raw: dict[str, Any], source: Path, bindings: frozenset[str]) -> None:

@@ -123,11 +123,11 @@ class PythonExecTool:
         if tag == "err" and isinstance(payload, str):
             details["exception"] = _exception_line(payload)
             printed = _printed(stdout, stderr)
-            message = f"{printed}\n{_bounded(payload, self.limits.output_bytes)}".lstrip("\n")
+            message = f"{printed}\n{bounded(payload, self.limits.output_bytes)}".lstrip("\n")
             raise ToolExecutionError(message, details=details)
         if tag != "ok" or not (payload is None or isinstance(payload, str)):
             raise ToolExecutionError(f"the component returned an unexpected {run.result!r:.200}")
-        value = None if payload is None else _bounded(payload, self.limits.output_bytes)
+        value = None if payload is None else bounded(payload, self.limits.output_bytes)
         text = "\n".join(p for p in (_printed(stdout, stderr), value) if p) or "(no output)"
         lines = code.count("\n") + 1
         return ToolResult.text(
@@ -152,7 +152,7 @@ def _stream(output: CappedOutput) -> str:
     return text
 
 
-def _bounded(text: str, cap: int) -> str:
+def bounded(text: str, cap: int) -> str:
     """``text``, cut to ``cap`` UTF-8 bytes with a marker giving its real size."""
     data = text.encode("utf-8", errors="surrogatepass")
     if len(data) <= cap:

@@ -87,6 +87,12 @@ class TestRebuilds:
         }
         assert len(keys) == 4
 
+    def test_its_world_is_exec_wit_alone(self) -> None:
+        # tool.wit, another package beside it, is neither parsed nor hashed for python_exec
+        names = [path.name for path in _python_build.guest_inputs()]
+        assert "exec.wit" in names
+        assert "tool.wit" not in names
+
     def test_another_componentize_py_is_refused_by_name(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
