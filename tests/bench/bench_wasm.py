@@ -1,18 +1,15 @@
-"""The WASM sandbox's cost: file_read through the full pipeline, file_search against grep.
+"""The WASM sandbox's cost: file_read through the full pipeline.
 
 ``file_read`` of a 4 KB file through ``Runtime.execute`` (path policy, a fresh store and
 instance, the guest, its read through the ``fs`` binding) beside the same read in plain
 Python, through ``subprocess.run(["cat", f])`` and through a minimal bubblewrap sandbox
 (``bwrap --ro-bind / / --unshare-all --die-with-parent cat f``); the bare runner (no
 pipeline) shows the split. Sixteen tasks calling ``file_read`` at once give the throughput.
-``file_search`` scans a generated tree of 20,000 files / 100 MB (made once, under the user
-cache directory) beside ``grep -rF`` on the same tree.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import shutil
 import subprocess
 import tempfile
@@ -23,16 +20,14 @@ import anyio
 from toolcage.host_bindings import CallState, FsBinding
 from toolcage.policies import GrantedMount
 from toolcage.runtime import Runtime
-from toolcage.runtime.wasm import GuestLimits, WasmEngine, WasmToolRunner, default_cache_dir
+from toolcage.runtime.wasm import GuestLimits, WasmEngine, WasmToolRunner
 from toolcage.runtime.wasm._capi import define_raw_func
 
-from .stats import ms, summarise, us
+from .stats import summarise, us
 
 READS = 1000
 CONCURRENT, CONCURRENT_CALLS = 16, 200
 BWRAP = ("bwrap", "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent")
-TREE_DIRS, TREE_FILES, FILE_BYTES = 200, 100, 5 * 1024
-NEEDLE = "zebra-quokka-42"
 
 CONFIG = """
 [[mounts.areas]]
@@ -40,31 +35,6 @@ host = "ws"
 guest = "/workspace"
 tiers = { read_only = "ro", side_effecting = "rw" }
 """
-
-
-def _tree() -> Path:
-    """20,000 files of 5 KiB of text (100 MB) in 200 folders; 40 of them hold the needle."""
-    root = default_cache_dir().parent / "bench-tree-v1"
-    done = root / ".complete"
-    if done.exists():
-        return root
-    rng = random.Random(7)  # noqa: S311 - a reproducible tree, not a secret
-    words = [f"w{n:04d}" for n in range(3000)]
-    for d in range(TREE_DIRS):
-        folder = root / "ws" / f"d{d:03d}"
-        folder.mkdir(parents=True, exist_ok=True)
-        for f in range(TREE_FILES):
-            lines, size = [], 0
-            while size < FILE_BYTES:
-                line = " ".join(rng.choices(words, k=12))
-                lines.append(line)
-                size += len(line) + 1
-            if (d * TREE_FILES + f) % 500 == 0:
-                lines[len(lines) // 2] += " " + NEEDLE
-            (folder / f"f{f:03d}.txt").write_text("\n".join(lines)[:FILE_BYTES] + "\n")
-    (root / "toolcage.toml").write_text(CONFIG)
-    done.touch()
-    return root
 
 
 async def _file_read(root: Path) -> dict[str, list[float]]:
@@ -135,29 +105,6 @@ def _ignore(*_: object) -> None:
     """Progress and log lines of the bare runner's calls go nowhere."""
 
 
-async def _file_search(config: Path) -> tuple[float, int]:
-    args = {"path": "/workspace", "query": NEEDLE, "max_results": 5000}
-    async with Runtime.from_config(config) as runtime:
-        await runtime.execute("file_search", args)  # warm the page cache and the module
-        runs = []
-        for _ in range(3):
-            started = time.perf_counter()
-            result = await runtime.execute("file_search", args)
-            runs.append(time.perf_counter() - started)
-            assert not result.is_error, result.output_text
-        hits = len([line for line in result.output_text.splitlines() if NEEDLE in line])
-    return min(runs), hits
-
-
-def _grep(root: Path) -> float:
-    runs = []
-    for _ in range(3):
-        started = time.perf_counter()
-        subprocess.run(["grep", "-rF", NEEDLE, str(root / "ws")], capture_output=True, check=True)
-        runs.append(time.perf_counter() - started)
-    return min(runs)
-
-
 def run() -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         times = anyio.run(_file_read, Path(tmp))
@@ -183,14 +130,6 @@ def run() -> list[str]:
         f"file_read from {CONCURRENT} tasks at once: {max(rates):,.0f} calls/s "
         f"(best of {len(rates)}; target: >= 3,000)"
     )
-    root = _tree()
-    wasm, hits = anyio.run(_file_search, root / "toolcage.toml")
-    grep = _grep(root)
-    files = TREE_DIRS * TREE_FILES
-    lines += [
-        f"file_search over {files:,} files / {files * FILE_BYTES / 1e6:.0f} MB ({hits} hits): "
-        f"{ms(wasm)} vs grep -rF {ms(grep)} = {wasm / grep:.2f}x (target: <= 3x)",
-    ]
     return lines
 
 
