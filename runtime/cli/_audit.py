@@ -26,7 +26,7 @@ from typing import IO, Any
 
 from toolcage.policies import ConfigError, load_config
 
-from ..observe._sinks import log_files, rotated
+from ..observe._sinks import log_files, rotated, rotations_held
 
 EXIT_OK, EXIT_NO_MATCH, EXIT_USAGE = 0, 1, 2
 FOLLOW_POLL_SECONDS = 0.2
@@ -187,11 +187,12 @@ def _rotated_between(path: Path, held: IO[bytes], fresh: IO[bytes] | None) -> by
     ``fresh`` (the log now), oldest first: several rotations between two polls. Nothing
     when ``held`` is no longer among the rotated files (moved away, or past ``keep``)."""
     newest_first = []
-    for number in itertools.count(1):
-        try:
-            newest_first.append(open(rotated(path, number), "rb"))  # noqa: SIM115 (closed below)
-        except FileNotFoundError:
-            break
+    with rotations_held(path):
+        for number in itertools.count(1):
+            try:
+                newest_first.append(open(rotated(path, number), "rb"))  # noqa: SIM115
+            except FileNotFoundError:
+                break
     try:
         found = [os.fstat(file.fileno()) for file in newest_first]
         held_at = _index(found, os.fstat(held.fileno()))

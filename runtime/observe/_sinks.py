@@ -69,7 +69,7 @@ class FileSink:
         self.path = path
         self.rotate_bytes = rotate_bytes
         self.keep = keep
-        self.lock_path = path.with_name(f"{path.name}.lock")
+        self.lock_path = lock_path(path)
         """The file whose ``flock`` every writer of this log holds while it writes."""
 
     def write(self, records: Sequence[Mapping[str, Any]]) -> None:
@@ -109,24 +109,8 @@ class FileSink:
             raise PartialWrite(written, error) from error
         raise error
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        """Hold the exclusive lock of the log. A lock file replaced while this writer
-        waited (it is never removed by a writer) is locked again, so that every writer
-        locks the same file."""
-        while True:
-            fd = _open_creating(self.lock_path, os.O_RDWR)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                try:
-                    same = os.path.samestat(os.fstat(fd), os.stat(self.lock_path))
-                except FileNotFoundError:
-                    same = False
-                if same:
-                    yield
-                    return
-            finally:
-                os.close(fd)  # which releases the lock
+    def _locked(self) -> contextlib.AbstractContextManager[None]:
+        return _holding(self.lock_path, fcntl.LOCK_EX)
 
     def _open(self) -> int:
         # Read too: an append checks that the file ends with a whole line (see _append).
@@ -141,6 +125,48 @@ class FileSink:
             if older.exists():
                 os.replace(older, rotated(self.path, number + 1))
         os.replace(self.path, rotated(self.path, 1))
+
+
+def lock_path(path: Path) -> Path:
+    """The lock file of the log at ``path``."""
+    return path.with_name(f"{path.name}.lock")
+
+
+def rotations_held(path: Path) -> contextlib.AbstractContextManager[None]:
+    """Keep every writer of the log at ``path`` from rotating it while a reader lists its
+    files (a shared lock): between two renames of a rotation a listing would meet one
+    file twice, or stop at a number just moved up. Nothing is held for a log that no
+    writer has locked yet."""
+    return _holding(lock_path(path), fcntl.LOCK_SH)
+
+
+@contextlib.contextmanager
+def _holding(lock: Path, operation: int) -> Iterator[None]:
+    """Hold ``flock(operation)`` on ``lock``. A lock file replaced while this process
+    waited (it is never removed by a writer) is locked again, so that everyone locks the
+    same file. Writers create it; a reader that finds none holds nothing."""
+    while True:
+        if operation == fcntl.LOCK_EX:
+            fd = _open_creating(lock, os.O_RDWR)
+        else:
+            try:
+                fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+            except FileNotFoundError:
+                fd = -1
+            if fd < 0:
+                yield
+                return
+        try:
+            fcntl.flock(fd, operation)
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(lock))
+            except FileNotFoundError:
+                same = False
+            if same:
+                yield
+                return
+        finally:
+            os.close(fd)  # which releases the lock
 
 
 def _open_creating(path: Path, flags: int) -> int:
