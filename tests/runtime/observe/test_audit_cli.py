@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 import pytest
+from toolcage.runtime.cli._audit import FOLLOW_POLL_SECONDS
+from toolcage.runtime.observe._sinks import rotated
 
 from ..cli.test_cli import COMMAND, default_sigint, toolcage
 from .test_audit import MOUNTS
@@ -80,6 +85,44 @@ class TestTail:
             texts = [json.loads(stream.readline())["arguments"]["text"] for _ in range(40)]
         assert texts == [f"w-{n}" for n in range(40)]
         assert (tmp_path / "audit.jsonl.39").exists()
+
+    def test_follow_waits_for_a_rotation_under_way(self, tmp_path: Path) -> None:
+        """A writer holds the log's lock while it renames ``.N-1`` to ``.N`` .. the log to
+        ``.1``. A follower that listed the rotated files in the middle of that would stop
+        at the number just moved up and lose the files after it."""
+        (tmp_path / "workspace").mkdir()
+        audit = '[audit]\npath = "audit.jsonl"\nrotate_bytes = 100000\nkeep = 100\n'
+        (tmp_path / "toolcage.toml").write_text(MOUNTS + audit)
+        call(tmp_path, "get_current_time", {})
+        log = tmp_path / "audit.jsonl"
+
+        def record(text: str) -> bytes:
+            return json.dumps({"type": "call", "arguments": {"text": text}}).encode() + b"\n"
+
+        with following(tmp_path) as stream:
+            lock = os.open(tmp_path / "audit.jsonl.lock", os.O_RDWR)
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                with open(log, "ab") as held:  # the log the follower holds
+                    held.write(record("a"))
+                os.replace(log, rotated(log, 1))
+                (tmp_path / "b").write_bytes(record("b"))
+                os.replace(tmp_path / "b", log)
+                os.replace(rotated(log, 1), rotated(log, 2))
+                os.replace(log, rotated(log, 1))
+                (tmp_path / "c").write_bytes(record("c"))
+                os.replace(tmp_path / "c", log)
+                # Half of the next rotation: ".2" moved up, ".1" not yet.
+                os.replace(rotated(log, 2), rotated(log, 3))
+                time.sleep(20 * FOLLOW_POLL_SECONDS)  # the follower polls meanwhile
+                os.replace(rotated(log, 1), rotated(log, 2))
+                os.replace(log, rotated(log, 1))
+                (tmp_path / "d").write_bytes(record("d"))
+                os.replace(tmp_path / "d", log)
+            finally:
+                os.close(lock)
+            texts = [json.loads(stream.readline())["arguments"]["text"] for _ in range(4)]
+        assert texts == ["a", "b", "c", "d"]
 
 
 def follow(site: Path, calls: int) -> list[str]:
