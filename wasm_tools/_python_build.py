@@ -18,6 +18,8 @@ the WIT, the bundled packages and the componentize-py version, hashed into a key
 components are kept per user under ``$XDG_CACHE_HOME/toolcage/python/`` by that key, and
 the module in the tree is a hard link to (or a copy of) its cache entry: a fresh checkout
 on the same machine, or a switch back to an earlier branch, costs a link.
+:func:`cached_build` is that cache, shared with operators' tool builds
+(:mod:`._python_tool_build`).
 """
 
 from __future__ import annotations
@@ -33,10 +35,11 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, distribution, version
 from pathlib import Path
+from typing import Literal
 
 HERE = Path(__file__).resolve().parent
 PYTHON = HERE / "python"
@@ -187,9 +190,16 @@ def guest_inputs() -> list[Path]:
 
 def input_key(packages: Iterable[Package]) -> str:
     """The hash of everything the component is built from."""
+    sources = ((str(path.relative_to(PYTHON)), path.read_bytes()) for path in guest_inputs())
+    return content_key(sources, packages)
+
+
+def content_key(files: Iterable[tuple[str, bytes]], packages: Iterable[Package]) -> str:
+    """The hash of a build's inputs: ``files`` (each a name and its bytes), the bundled
+    ``packages`` and the componentize-py version."""
     digest = hashlib.sha256(f"componentize-py=={componentize_py_version()}\0".encode())
-    for path in guest_inputs():
-        digest.update(f"{path.relative_to(PYTHON)}\0".encode() + path.read_bytes() + b"\0")
+    for name, data in files:
+        digest.update(f"{name}\0".encode() + data + b"\0")
     for package in sorted(packages, key=lambda package: package.name):
         digest.update(package.name.encode() + b"\0" + package.key + b"\0")
     return digest.hexdigest()[:32]
@@ -248,12 +258,10 @@ def _cache_dir() -> Path | None:
     return folder if os.access(folder, os.W_OK) else None
 
 
-def _prune(folder: Path) -> None:
-    """Keep the :data:`KEEP` most recently used components."""
-    entries = sorted(
-        folder.glob("python_exec-*.wasm"), key=lambda p: p.stat().st_mtime, reverse=True
-    )
-    for stale in entries[KEEP:]:
+def _prune(folder: Path, pattern: str, keep: int) -> None:
+    """Keep the ``keep`` most recently used entries matching ``pattern``."""
+    entries = sorted(folder.glob(pattern), key=lambda p: p.stat().st_mtime, reverse=True)
+    for stale in entries[keep:]:
         stale.unlink(missing_ok=True)
 
 
@@ -290,24 +298,62 @@ def build(
 ) -> bool:
     """Build the component bundling ``packages`` into ``out`` unless it is current;
     whether it was (re)built or taken from the cache."""
-    key = input_key(packages)
+
+    def make(built: Path, work: Path) -> None:
+        _run_componentize(packages, built, work)
+
+    entry = CacheEntry(f"python_exec-{input_key(packages)}.wasm", "python_exec-*.wasm", KEEP)
+    return cached_build(entry, out, make, force=force, link=link) != "current"
+
+
+Placed = Literal["current", "cached", "built"]
+"""What :func:`cached_build` did: nothing, a copy of the cache entry, or a build."""
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """Where a build is kept in the per-user cache, and how many of its kind."""
+
+    name: str
+    """The file name: the kind and the key of the inputs."""
+    kind: str
+    """The glob of the entries of the same kind, pruned together."""
+    keep: int
+    """How many of them are kept, the most recently used."""
+
+
+def cached_build(
+    entry: CacheEntry,
+    out: Path,
+    make: Callable[[Path, Path], None],
+    *,
+    force: bool = False,
+    link: bool = True,
+) -> Placed:
+    """Put the build of ``entry`` at ``out``: nothing when ``out`` is already it
+    (``"current"``), a link or copy of the per-user cache entry when there is one
+    (``"cached"``), else ``make(file, work)``'s build into a temporary folder ``work``,
+    kept in the cache first (``"built"``). Without a writable cache (a read-only home)
+    every build runs ``make``."""
     folder = _cache_dir()
     with tempfile.TemporaryDirectory(prefix="toolcage-python-") as tmp:
         work = Path(tmp)
-        cached = (folder or work) / f"python_exec-{key}.wasm"
+        cached = (folder or work) / entry.name
         if not force and is_current(out, cached):
-            return False
+            return "current"
+        placed: Placed = "cached"
         if force or not cached.is_file():
-            built = work / "python_exec.wasm"
-            _run_componentize(packages, built, work)
+            placed = "built"
+            built = work / "built.wasm"
+            make(built, work)
             built.chmod(0o644)
             _place(built, cached, link=False)
             if folder is not None:
-                _prune(folder)
+                _prune(folder, entry.kind, entry.keep)
         with contextlib.suppress(OSError):
             os.utime(cached)  # recently used: kept by the next prune
         _place(cached, out, link=link and folder is not None)
-    return True
+    return placed
 
 
 def build_default(*, force: bool = False, out: Path = COMPONENT) -> bool:

@@ -13,20 +13,32 @@ load a component importing more than its declaration grants.
 The build is the ``python_exec`` build's (:func:`._python_build.componentize`: the pinned
 componentize-py, a virtualenv holding only ``tzdata``): the app is ``python/tool/tool_app.py``
 with the ``python_exec`` guest's ``sandbox.py`` and every ``*.py`` of the tool's folder.
-It takes some 10 s.
+It takes some 10 s, so it is cached per user as ``python_exec``'s is, by the hash of
+exactly the files the build is given (:func:`inputs`), the bundled ``tzdata`` and the
+componentize-py version: rebuilding an unchanged tool copies the cached component (or
+does nothing when ``NAME.wasm`` is already it); ``--force`` builds anyway.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._python_build import GUEST, PYTHON, WIT, PythonBuildError, componentize, installed
+from ._python_build import (
+    GUEST,
+    PYTHON,
+    WIT,
+    CacheEntry,
+    Placed,
+    PythonBuildError,
+    cached_build,
+    componentize,
+    content_key,
+    installed,
+)
 
 TOOL_APP = PYTHON / "tool"
 WORLD = "granted"
@@ -34,6 +46,8 @@ INTERFACES = ("fs", "http", "clock", "log", "progress", "memory", "scratchpad", 
 """The capabilities of ``tool.wit``, each an interface of the same name."""
 NOT_IMPORTS = frozenset({"mounts"})
 """Needs that are no import (the mounts are WASI preopens)."""
+KEEP_TOOLS = 8
+"""Tool builds kept in the per-user cache (about 20 MB each), the most recently used."""
 
 
 def world(needs: Sequence[str]) -> str:
@@ -66,9 +80,9 @@ def declared_needs(declaration: Path) -> list[str]:
     return [str(need) for need in needs]
 
 
-def build_python_tool(source: Path, out_dir: Path | None = None) -> Path:
-    """Build the tool ``NAME.py`` (its declaration ``NAME.json`` beside it) into
-    ``OUT_DIR/NAME.wasm`` (beside the source by default)."""
+def inputs(source: Path) -> dict[str, bytes]:
+    """The files of the build of ``source`` by their path in its folder: the app (the
+    tool's folder's modules, the world's glue) and the WIT (the world of its needs)."""
     name = source.stem
     if not source.is_file():
         raise PythonBuildError(f"{source}: no such file")
@@ -77,25 +91,49 @@ def build_python_tool(source: Path, out_dir: Path | None = None) -> Path:
             f"{source}: {name!r} is the name of a module of the build or the standard library"
         )
     needs = declared_needs(source.with_suffix(".json"))
-    target = (source.parent if out_dir is None else out_dir) / f"{name}.wasm"
-    with tempfile.TemporaryDirectory(prefix="toolcage-pytool-") as tmp:
-        work = Path(tmp)
-        wit, app = work / "wit", work / "app"
-        wit.mkdir()
-        shutil.copy(WIT / "tool.wit", wit / "tool.wit")
-        (wit / "granted.wit").write_text(world(needs), encoding="utf-8")
-        app.mkdir()
-        for module in sorted(source.parent.glob("*.py")):
-            shutil.copy(module, app / module.name)
-        shutil.copy(GUEST / "sandbox.py", app / "sandbox.py")
-        shutil.copy(TOOL_APP / "tool_app.py", app / "tool_app.py")
-        (app / "tool_name.py").write_text(f'"""The tool\'s module."""\n\nNAME = {name!r}\n')
-        built = work / f"{name}.wasm"
-        componentize(app, "tool_app", wit, WORLD, [installed("tzdata")], built, work)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        built.chmod(0o644)
-        shutil.move(built, target)  # one rename when on the same file system
-    return target
+    files = {f"app/{module.name}": module.read_bytes() for module in source.parent.glob("*.py")}
+    files |= {
+        "app/sandbox.py": (GUEST / "sandbox.py").read_bytes(),
+        "app/tool_app.py": (TOOL_APP / "tool_app.py").read_bytes(),
+        "app/tool_name.py": f'"""The tool\'s module."""\n\nNAME = {name!r}\n'.encode(),
+        "wit/tool.wit": (WIT / "tool.wit").read_bytes(),
+        f"wit/{WORLD}.wit": world(needs).encode(),
+    }
+    return dict(sorted(files.items()))
+
+
+def build_python_tool(source: Path, out_dir: Path | None = None, *, force: bool = False) -> Placed:
+    """Build the tool ``NAME.py`` (its declaration ``NAME.json`` beside it) into
+    ``OUT_DIR/NAME.wasm`` (beside the source by default); what it took (see
+    :func:`~._python_build.cached_build`).
+
+    A build is kept in the per-user cache by the hash of its inputs
+    (:func:`~._python_build.content_key` of :func:`inputs` and the bundled ``tzdata``), so
+    rebuilding an unchanged tool, or building it into another folder, copies the cache
+    entry instead of running componentize-py again.
+    """
+    files = inputs(source)
+    packages = [installed("tzdata")]
+    key = content_key(files.items(), packages)
+
+    def make(built: Path, work: Path) -> None:
+        for name, data in files.items():
+            (work / name).parent.mkdir(parents=True, exist_ok=True)
+            (work / name).write_bytes(data)
+        componentize(work / "app", "tool_app", work / "wit", WORLD, packages, built, work)
+
+    entry = CacheEntry(f"tool-{source.stem}-{key}.wasm", "tool-*.wasm", KEEP_TOOLS)
+    target = (source.parent if out_dir is None else out_dir) / f"{source.stem}.wasm"
+    # A copy, not a link: the operator's folder holds a file of its own.
+    return cached_build(entry, target, make, force=force, link=False)
+
+
+PLACED: dict[Placed, str] = {
+    "built": "built {}",
+    "cached": "{} is the cached build of these inputs",
+    "current": "{} is up to date",
+}
+"""What the command line says of each outcome."""
 
 
 def main(args: Sequence[str]) -> int:
@@ -103,11 +141,14 @@ def main(args: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m toolcage.wasm_tools.build --python-tool")
     parser.add_argument("--python-tool", type=Path, required=True, help="the tool's NAME.py")
     parser.add_argument("--out", type=Path, help="directory of NAME.wasm (the source's)")
+    parser.add_argument("--force", action="store_true", help="build even if it is cached")
     options = parser.parse_args(args)
+    source, out_dir = options.python_tool, options.out
+    target = (source.parent if out_dir is None else out_dir) / f"{source.stem}.wasm"
     try:
-        built = build_python_tool(options.python_tool, options.out)
+        placed = build_python_tool(source, out_dir, force=options.force)
     except PythonBuildError as exc:
         print(exc, file=sys.stderr)
         return 1
-    print(f"built {built}")
+    print(PLACED[placed].format(target))
     return 0

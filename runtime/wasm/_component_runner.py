@@ -107,8 +107,14 @@ class ComponentRunner:
         """The compiled component of ``path``, compiled (once) in a guest thread.
 
         The compile counts as a running guest of the engine, so closing the runtime waits
-        for it before the engine is freed.
+        for it before the engine is freed. A component compiled already is returned at once,
+        without the trip to a guest thread (every call after the first).
         """
+        with self._lock:
+            components = self._components
+        compiled = None if components is None else components.compiled(path)
+        if compiled is not None:
+            return compiled
         control = CallControl(math.inf)
         try:
             components = self.components

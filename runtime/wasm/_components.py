@@ -52,6 +52,10 @@ class ComponentCache:
         self._locks: dict[Path, threading.Lock] = {}
         self._lock = threading.Lock()
 
+    def compiled(self, path: Path) -> Component | None:
+        """The compiled component of ``path`` if it is compiled already (never blocks)."""
+        return self._components.get(path)
+
     def get(self, path: Path) -> Component:
         """The compiled component of the file ``path`` (blocks for a first compile)."""
         component = self._components.get(path)

@@ -10,6 +10,10 @@ compatibility corpus, ``tests/runtime/python_exec/corpus.py``), each run by:
 * ``python3 -c`` in a minimal bubblewrap sandbox (``/usr`` read-only, every namespace
   unshared, an empty environment): a fresh native CPython per call.
 
+Beside them, an operator's tool written in Python (the ``toolcage new-tool --lang python``
+scaffold, built with ``--python-tool``, taken from the build cache after the first time)
+called through ``Runtime.execute``: one ``fs`` read of a mounted file per call.
+
 The three are measured in turn in one loop, so that the machine's load weighs on each alike.
 Each then runs the corpus once: of the snippets that end normally, how many print what
 CPython 3.14 prints (the host's python3 is older: a few version-specific lines differ). A
@@ -29,6 +33,9 @@ from pathlib import Path
 
 import anyio
 from toolcage.runtime import ErrorKind, Runtime
+from toolcage.runtime.cli._new_tool import new_tool
+from toolcage.wasm_tools._python_build import PythonBuildError
+from toolcage.wasm_tools._python_tool_build import build_python_tool
 
 from tests.runtime.python_exec.corpus import SNIPPETS, Snippet
 
@@ -180,7 +187,7 @@ def _line(name: str, found: list[float] | str) -> str:
 
 async def _measure(root: Path) -> list[str]:
     workspace = root / "ws"
-    workspace.mkdir()
+    workspace.mkdir(parents=True)
     (root / "toolcage.toml").write_text(CONFIG)
     lines: list[str] = []
     async with Runtime.from_config(root / "toolcage.toml") as runtime:
@@ -221,9 +228,50 @@ async def _measure(root: Path) -> list[str]:
     return lines
 
 
+TOOL_CONFIG = """
+[guest_tools]
+dirs = ["tools"]
+
+[[mounts.areas]]
+host = "data"
+guest = "/data"
+tiers = { read_only = "ro" }
+"""
+PYTHON_TOOL = "operator's Python tool"
+
+
+async def _python_tool(root: Path) -> str:
+    """The scaffold's tool (``greet``: the first line of a file, read through ``fs``)."""
+    tools, data = root / "tools", root / "data"
+    data.mkdir()
+    (data / "notes.txt").write_text("hello\n")
+    new_tool("greet", tools, "python")
+    try:
+        build_python_tool(tools / "greet.py")
+    except PythonBuildError as exc:
+        return f"{PYTHON_TOOL}: not available ({str(exc).splitlines()[0]})"
+    (root / "toolcage.toml").write_text(TOOL_CONFIG)
+    samples: list[float] = []
+    async with Runtime.from_config(root / "toolcage.toml") as runtime:
+        for index in range(WARMUP + ROUNDS):
+            started = time.perf_counter()
+            result = await runtime.execute("greet", {"path": "/data/notes.txt"})
+            elapsed = time.perf_counter() - started
+            if result.output_text != "first line of /data/notes.txt: hello":
+                return f"{PYTHON_TOOL}: cannot run it: {result.output_text[:100]!r}"
+            if index >= WARMUP:
+                samples.append(elapsed)
+    p50, p99 = summarise(samples)
+    return (
+        f"{PYTHON_TOOL} (greet: one fs read) through Runtime.execute: p50 {ms(p50)}, p99 {ms(p99)}"
+    )
+
+
 def run() -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
-        return anyio.run(_measure, Path(tmp))
+        lines = anyio.run(_measure, Path(tmp) / "exec")
+    with tempfile.TemporaryDirectory() as tmp:
+        return [*lines, anyio.run(_python_tool, Path(tmp))]
 
 
 if __name__ == "__main__":

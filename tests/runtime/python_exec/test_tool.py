@@ -29,6 +29,7 @@ from toolcage.runtime.wasm._components import bundled_component
 from toolcage.runtime.wasm._python_exec import MAX_CODE_CHARS
 
 from ..fake_llm import API_KEY, MODEL, FakeModel, FakeModelServer, Reply, tool_results
+from ..mcp.serve.test_mcp_server import stdio_session, text_of
 from ._doors import CTX, LARGE, error_type, exception, python, run, running_guests
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("python_exec_compiled")]
@@ -355,3 +356,20 @@ class TestDoors:
         assert "python_exec" in declared
         sent = tool_results("openai_chat", model.requests[1].body)
         assert sent[0]["text"].startswith("2")
+
+    async def test_toolcage_mcp_lists_and_runs_python(self, tmp_path: Path) -> None:
+        (tmp_path / "toolcage.toml").write_text("")
+        async with stdio_session(tmp_path) as session:
+            tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+            ran = await session.call_tool("python_exec", {"code": "print(sum(range(10)))"})
+            failed = await session.call_tool("python_exec", {"code": "1 / 0"})
+        listed = tools["python_exec"]
+        assert listed.input_schema["required"] == ["code"]
+        assert listed.annotations is not None
+        assert listed.annotations.read_only_hint is False
+        assert not ran.is_error
+        assert text_of(ran) == "45"
+        assert failed.is_error
+        assert failed.structured_content is not None
+        assert failed.structured_content["error_type"] == "execution_error"
+        assert "ZeroDivisionError: division by zero" in text_of(failed)

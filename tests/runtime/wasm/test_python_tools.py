@@ -1,9 +1,11 @@
 """Operators' tools written in Python: scaffolded with ``toolcage new-tool --lang python``,
 built into ``toolcage:tool`` components with the pinned componentize-py, loaded from
-``[guest_tools] dirs`` and run through ``Runtime.from_config`` + ``execute``.
+``[guest_tools] dirs`` and run through the doors users use: ``Runtime.from_config`` +
+``execute``, an agent turn with a scripted model, ``toolcage call`` and ``toolcage mcp``.
 
 Two tools are built once per session: the scaffold's (``fs`` and ``log``) and
-``python_tools/probe.py``, which imports every interface of the world."""
+``python_tools/probe.py``, which imports every interface of the world. Builds are kept in
+the per-user build cache, so a session after the first takes both from it."""
 
 from __future__ import annotations
 
@@ -13,22 +15,37 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import mcp.types as types
 import pytest
 from toolcage.policies import ConfigError
-from toolcage.runtime import ProgressUpdate, Runtime, ToolExecutionContext
+from toolcage.runtime import (
+    HttpModelClient,
+    ProgressUpdate,
+    Runtime,
+    ToolExecutionContext,
+    run_turn,
+)
 from toolcage.runtime._errors import UsageError
 from toolcage.runtime.cli._new_tool import new_tool
+from toolcage.runtime.providers import UserMessage
 from toolcage.runtime.wasm._component_link import check_imports
 from toolcage.runtime.wasm._link import LinkError
+from toolcage.wasm_tools._python_build import content_key, installed
+from toolcage.wasm_tools._python_tool_build import inputs
 
 from ...adversarial.principals._cast import ADA, ADA_WORKER, BOB, BOB_REVIEWER, config_with_agents
+from ..fake_llm import API_KEY, MODEL, FakeModel, FakeModelServer, Reply, tool_results
+from ..mcp.serve.test_mcp_server import stdio_session, text_of
 
 TOOL = "greet"
 HERE = Path(__file__).resolve().parent
 MOUNTS = '[[mounts.areas]]\nhost = "data"\nguest = "/data"\ntiers = { read_only = "ro" }\n'
+FIRST_LINE = "first line of /data/notes.txt: hello there"
+"""What the scaffold's tool answers for ``{"path": "/data/notes.txt"}`` in :func:`site`."""
 PER_USER = (
     '[[mounts.areas]]\nhost = "users/{user}/workspace"\nguest = "/workspace"\n'
     'tiers = { read_only = "ro" }\ncreate = true\n'
@@ -45,7 +62,7 @@ def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return done
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def scaffolded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The scaffold's tool, written by the CLI and built by the script it wrote."""
     root = tmp_path_factory.mktemp("pytool")
@@ -56,7 +73,7 @@ def scaffolded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "tools"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def probe(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``python_tools/probe.py`` built with ``python -m toolcage.wasm_tools.build``."""
     root = tmp_path_factory.mktemp("probe")
@@ -283,3 +300,113 @@ class TestPrincipals:
             bob = json.loads((await runtime.execute("probe", {"op": "notes"}, BOB)).output_text)
         assert json.loads(ada["text"])["items"] == ["ada's item"]
         assert "ada's item" not in json.dumps(bob)
+
+
+class TestBuildCache:
+    def test_an_unchanged_tool_is_not_built_again(self, scaffolded: Path) -> None:
+        wasm = scaffolded / f"{TOOL}.wasm"
+        before = wasm.stat().st_mtime_ns
+        done = _run([str(scaffolded / f"build_{TOOL}.sh")], scaffolded)
+        assert done.stdout.strip() == f"{TOOL}.wasm is up to date"
+        assert wasm.stat().st_mtime_ns == before
+
+    def test_another_folder_gets_the_cached_build(self, scaffolded: Path, tmp_path: Path) -> None:
+        build = [sys.executable, "-m", "toolcage.wasm_tools.build", "--python-tool"]
+        done = _run([*build, f"{TOOL}.py", "--out", str(tmp_path)], scaffolded)
+        assert done.stdout.strip() == f"{tmp_path / TOOL}.wasm is the cached build of these inputs"
+        assert (tmp_path / f"{TOOL}.wasm").read_bytes() == (
+            scaffolded / f"{TOOL}.wasm"
+        ).read_bytes()
+
+    def test_every_input_of_the_build_is_in_its_key(self, tmp_path: Path) -> None:
+        new_tool(TOOL, tmp_path, "python")
+        source, declaration = tmp_path / f"{TOOL}.py", tmp_path / f"{TOOL}.json"
+
+        def key(of: Path = source) -> str:
+            return content_key(inputs(of).items(), [installed("tzdata")])
+
+        keys = [key()]
+        raw = json.loads(declaration.read_text())
+        declaration.write_text(json.dumps({**raw, "description": "Another text."}))
+        assert key() == keys[0]  # the declaration is read at load, not built in
+        source.write_text(source.read_text() + "\n# changed\n")
+        keys.append(key())
+        (tmp_path / "helper.py").write_text("HELP = 1\n")  # a module beside it is bundled
+        keys.append(key())
+        declaration.write_text(json.dumps({**raw, "needs": ["fs"]}))  # another world
+        keys.append(key())
+        other = tmp_path / "other.py"
+        shutil.copy(source, other)
+        shutil.copy(declaration, other.with_suffix(".json"))
+        keys.append(key(other))  # the same code as another tool
+        tzdata = installed("tzdata")
+        bundled = replace(tzdata, key=tzdata.key + b"changed")
+        keys.append(content_key(inputs(source).items(), [bundled]))
+        assert len(set(keys)) == len(keys)
+
+
+class TestDoors:
+    """The scaffold's tool through an agent turn, ``toolcage call`` and ``toolcage mcp``."""
+
+    async def test_a_model_calls_it_in_a_turn(self, scaffolded: Path, tmp_path: Path) -> None:
+        config = site(tmp_path, scaffolded)
+        arguments = json.dumps({"path": "/data/notes.txt"})
+        model = FakeModel(
+            "openai_chat", False, [Reply("", [("c1", TOOL, arguments)]), Reply("Read.")]
+        )
+        with FakeModelServer(model) as base_url:
+            async with (
+                Runtime.from_config(config) as runtime,
+                HttpModelClient.for_provider(
+                    "openai_chat", base_url=base_url, api_key=API_KEY, model=MODEL
+                ) as client,
+            ):
+                turn = await run_turn(client, runtime, [UserMessage("First line?")], context=ADA)
+        assert turn.text == "Read."
+        declared = [t["function"]["name"] for t in model.requests[0].body["tools"]]
+        assert TOOL in declared
+        sent = tool_results("openai_chat", model.requests[1].body)
+        assert FIRST_LINE in sent[0]["text"]
+        assert not sent[0]["error"]
+
+    @pytest.mark.parametrize(
+        ("path", "code", "status"),
+        [("/data/notes.txt", 0, "success"), ("/etc/passwd", 1, "permission_denied")],
+        ids=["granted", "outside"],
+    )
+    def test_toolcage_call_runs_it(
+        self, scaffolded: Path, tmp_path: Path, path: str, code: int, status: str
+    ) -> None:
+        config = site(tmp_path, scaffolded)
+        command = [sys.executable, "-m", "toolcage.runtime", "call", "--config", str(config), TOOL]
+        done = subprocess.run(
+            [*command, json.dumps({"path": path})],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == code, done.stderr
+        answer = json.loads(done.stdout)
+        assert answer.get("error_type", answer["status"]) == status
+        if code == 0:
+            assert answer["result"] == FIRST_LINE
+
+    async def test_toolcage_mcp_lists_and_calls_it(self, scaffolded: Path, tmp_path: Path) -> None:
+        config = site(tmp_path, scaffolded)
+        async with stdio_session(tmp_path, "--config", str(config)) as session:
+            tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+            read = await session.call_tool(TOOL, {"path": "/data/notes.txt"})
+            refused = await session.call_tool(TOOL, {"path": "/etc/passwd"})
+        listed = tools[TOOL]
+        assert listed.description == "Return the first line of a text file."
+        assert listed.annotations is not None
+        assert listed.annotations.read_only_hint is True
+        assert listed.input_schema["required"] == ["path"]
+        assert isinstance(read, types.CallToolResult)
+        assert not read.is_error
+        assert text_of(read) == FIRST_LINE
+        assert refused.is_error
+        assert refused.structured_content is not None
+        assert refused.structured_content["error_type"] == "permission_denied"
