@@ -151,13 +151,14 @@ def listing(fd: int, sizes: bool) -> bytes:
                 if sizes:
                     st = entry.stat(follow_symlinks=False)
                     kind, size = entry_type(st.st_mode), st.st_size
-                elif entry.is_symlink():
-                    kind, size = LINK, NO_SIZE
-                elif entry.is_dir(follow_symlinks=False):
-                    kind, size = DIRECTORY, NO_SIZE
-                else:
-                    kind = FILE if entry.is_file(follow_symlinks=False) else OTHER
+                else:  # from the entry's d_type, no stat; the most common kind first
                     size = NO_SIZE
+                    if entry.is_file(follow_symlinks=False):
+                        kind = FILE
+                    elif entry.is_dir(follow_symlinks=False):
+                        kind = DIRECTORY
+                    else:
+                        kind = LINK if entry.is_symlink() else OTHER
             except FileNotFoundError:
                 continue  # removed since it was listed
             parts.append(ENTRY.pack(size, len(name), kind))
