@@ -38,7 +38,8 @@ regular file, 2 directory, 3 symbolic link; ``complete``: the read reached the f
   guests only UTF-8 names). When the listing is longer than ``buf_cap`` nothing is written
   and its length is returned: call again with a buffer that large.
 - ``read_many`` reads the files of directory ``dir`` named in ``names`` (each followed by a
-  NUL; one component, links not followed), in order, each up to ``each`` bytes, as
+  NUL; one component, links not followed: ``openat(O_NOFOLLOW)`` in ``dir``, as strict
+  for one component as ``openat2`` and cheaper), in order, each up to ``each`` bytes, as
   records: 24 bytes ``u32 errno, u32 length, info`` then ``length`` bytes. It stops before
   a file whose window would not fit (always writing the first); the guest sends the names
   left again.

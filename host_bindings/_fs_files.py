@@ -20,7 +20,7 @@ from stat import S_ISDIR, S_ISREG
 from toolcage.policies import GrantedMount
 
 from ._base import CallState
-from ._beneath import O_DIR, O_READ, WASI, how_for, open_beneath, read_into, wasi_errno
+from ._beneath import O_DIR, O_READ, WASI, how_for, read_into, wasi_errno
 
 MAX_HANDLES = 1024
 """Directory handles a call may hold open at once (``EMFILE`` beyond)."""
@@ -34,10 +34,12 @@ OTHER, FILE, DIRECTORY, LINK = 0, 1, 2, 3
 
 _O_MOUNT = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
 HOW_FILE = how_for(O_READ)
-HOW_ENTRY_FILE = how_for(O_READ | os.O_NOFOLLOW)
 HOW_DIR = how_for(O_DIR)
 HOW_ENTRY_DIR = how_for(O_DIR | os.O_NOFOLLOW)
 HOW_PATH = how_for(os.O_PATH | os.O_CLOEXEC)
+_O_ENTRY_FILE = O_READ | os.O_NOFOLLOW
+_NOT_ENTRIES = frozenset((b"", b".", b".."))
+_EINVAL, _EISDIR, _ENXIO = WASI["INVAL"], WASI["ISDIR"], WASI["NXIO"]
 
 
 class FsError(Exception):
@@ -149,13 +151,14 @@ def listing(fd: int, sizes: bool) -> bytes:
                 if sizes:
                     st = entry.stat(follow_symlinks=False)
                     kind, size = entry_type(st.st_mode), st.st_size
-                elif entry.is_symlink():
-                    kind, size = LINK, NO_SIZE
-                elif entry.is_dir(follow_symlinks=False):
-                    kind, size = DIRECTORY, NO_SIZE
-                else:
-                    kind = FILE if entry.is_file(follow_symlinks=False) else OTHER
+                else:  # from the entry's d_type, no stat; the most common kind first
                     size = NO_SIZE
+                    if entry.is_file(follow_symlinks=False):
+                        kind = FILE
+                    elif entry.is_dir(follow_symlinks=False):
+                        kind = DIRECTORY
+                    else:
+                        kind = LINK if entry.is_symlink() else OTHER
             except FileNotFoundError:
                 continue  # removed since it was listed
             parts.append(ENTRY.pack(size, len(name), kind))
@@ -169,36 +172,46 @@ def read_files(
     """Write ``read_many``'s records of ``names`` (files of ``dirfd``) to ``view[start:]``, at
     most ``cap`` bytes; the bytes written.
 
-    The loop runs once per file of a search, so it is kept to its system calls: open
-    (``openat2``, beneath ``dirfd``, a link not followed), ``fstat``, one ``read`` for a file
-    shorter than its window, close.
+    The loop runs once per file of a search, so it is kept to its system calls -- ``openat``,
+    ``fstat``, one ``read`` for a file shorter than its window, ``close`` -- with the
+    functions it calls bound to locals. A name is one component (no ``/``, not ``.`` or
+    ``..``) opened with ``O_NOFOLLOW`` in ``dirfd`` itself, so ``openat`` is as strict here as
+    ``openat2(RESOLVE_BENEATH)``: the lookup reads one entry of ``dirfd`` and refuses it when
+    it is a symbolic link (magic links included), with nothing of it left to resolve; it
+    spares the ``ctypes`` call, more than half the cost of the open.
     """
     end, at, header = start + cap, start, RECORD.size
+    pack, opener, fstat, readv, close = RECORD.pack_into, os.open, os.fstat, os.readv, os.close
     for name in names:
-        window = min(each, end - at - header)
+        room = end - at - header
+        window = each if each < room else room
         if window < 0:
             break
+        body = at + header
         n = size = nlink = err = 0
-        try:
-            fd = open_beneath(dirfd, component(name), HOW_ENTRY_FILE)
-        except FsError as exc:
-            err = exc.errno
-        except OSError as exc:
-            err = wasi_errno(exc)
+        if b"/" in name or name in _NOT_ENTRIES:
+            err = _EINVAL
         else:
             try:
-                st = os.fstat(fd)
-                size, nlink = st.st_size, st.st_nlink
-                if not S_ISREG(st.st_mode):
-                    err = WASI["ISDIR"] if S_ISDIR(st.st_mode) else WASI["NXIO"]
-                elif at > start and window < min(each, size):
-                    break  # its window does not fit: the next call reads it
-                else:
-                    n = read_into(fd, view, at + header, window, size)
+                fd = opener(name, _O_ENTRY_FILE, dir_fd=dirfd)
             except OSError as exc:
                 err = wasi_errno(exc)
-            finally:
-                os.close(fd)
-        RECORD.pack_into(view, at, err, n, size, nlink, FILE, n < window or n >= size)
-        at += header + n
+            else:
+                try:
+                    st = fstat(fd)
+                    size, nlink, mode = st.st_size, st.st_nlink, st.st_mode
+                    if not S_ISREG(mode):
+                        err = _EISDIR if S_ISDIR(mode) else _ENXIO
+                    elif at > start and window < (each if each < size else size):
+                        break  # its window does not fit: the next call reads it
+                    elif window:
+                        n = readv(fd, (view[body : body + window],))
+                        if n and n < window and n != size:  # a short read: read on
+                            n += read_into(fd, view, body + n, window - n, size - n)
+                except OSError as exc:
+                    err = wasi_errno(exc)
+                finally:
+                    close(fd)
+        pack(view, at, err, n, size, nlink, FILE, n < window or n >= size)
+        at = body + n
     return at - start

@@ -1,8 +1,8 @@
 """``file_search`` against ``grep -rF``.
 
 The tool scans a generated tree of 20,000 files / 100 MB (made once, under the user cache
-directory) through ``Runtime.execute``, beside ``grep -rF`` on the same tree; best of three
-each, with the page cache warm.
+directory) through ``Runtime.execute``, beside ``grep -rF`` on the same tree, in turns; best of
+five each, with the page cache warm.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from .stats import ms
 
 TREE_DIRS, TREE_FILES, FILE_BYTES = 200, 100, 5 * 1024
 NEEDLE = "zebra-quokka-42"
+ROUNDS = 5
+TARGET = 1.5
 
 CONFIG = """
 [[mounts.areas]]
@@ -55,37 +57,38 @@ def _tree() -> Path:
     return root
 
 
-async def _file_search(config: Path) -> tuple[float, int]:
+async def _side_by_side(root: Path) -> tuple[float, float, int]:
+    """The best of ROUNDS file_search calls and ROUNDS grep runs, taken in turns so that
+    the load of a shared machine falls on both alike; and file_search's hits."""
     args = {"path": "/workspace", "query": NEEDLE, "max_results": 5000}
-    async with Runtime.from_config(config) as runtime:
+    async with Runtime.from_config(root / "toolcage.toml") as runtime:
         await runtime.execute("file_search", args)  # warm the page cache and the module
-        runs = []
-        for _ in range(3):
+        _grep(root)
+        searches, greps = [], []
+        for _ in range(ROUNDS):
             started = time.perf_counter()
             result = await runtime.execute("file_search", args)
-            runs.append(time.perf_counter() - started)
+            searches.append(time.perf_counter() - started)
             assert not result.is_error, result.output_text
+            greps.append(await anyio.to_thread.run_sync(_grep, root))
         hits = len([line for line in result.output_text.splitlines() if NEEDLE in line])
-    return min(runs), hits
+    return min(searches), min(greps), hits
 
 
 def _grep(root: Path) -> float:
-    runs = []
-    for _ in range(3):
-        started = time.perf_counter()
-        subprocess.run(["grep", "-rF", NEEDLE, str(root / "ws")], capture_output=True, check=True)
-        runs.append(time.perf_counter() - started)
-    return min(runs)
+    started = time.perf_counter()
+    subprocess.run(["grep", "-rF", NEEDLE, str(root / "ws")], capture_output=True, check=True)
+    return time.perf_counter() - started
 
 
 def run() -> list[str]:
     root = _tree()
-    wasm, hits = anyio.run(_file_search, root / "toolcage.toml")
-    grep = _grep(root)
-    files = TREE_DIRS * TREE_FILES
+    wasm, grep, hits = anyio.run(_side_by_side, root)
+    files, ratio = TREE_DIRS * TREE_FILES, wasm / grep
+    verdict = "met" if ratio <= TARGET else "not met"
     return [
         f"file_search over {files:,} files / {files * FILE_BYTES / 1e6:.0f} MB ({hits} hits): "
-        f"{ms(wasm)} vs grep -rF {ms(grep)} = {wasm / grep:.2f}x (target: <= 3x)",
+        f"{ms(wasm)} vs grep -rF {ms(grep)} = {ratio:.2f}x (target: <= {TARGET}x) {verdict}",
     ]
 
 

@@ -225,7 +225,11 @@ static void search_file(search *s, const char *path, const char *text, size_t le
     uint32_t nlink = first->nlink;
     int skip = 0, eof = first->complete;
     s->files++;
-    if (has_nul(text, len < 8192 ? len : 8192)) return; /* binary */
+    /* A file whose first 8 KiB hold a NUL byte is binary: no hit of it is shown. The check
+     * is a pass of its own, so a file wholly in memory without a hit (most of a search) is
+     * done in one pass of find() instead. */
+    if (eof && !s->wild && !s->ignore_case && !find(text, len, s->query, s->query_len)) return;
+    if (has_nul(text, len < 8192 ? len : 8192)) return;
     for (;;) {
         size_t upto = eof ? len : window_end(s, text, len);
         scan(s, path, text, len, upto, eof, &line, &skip);
