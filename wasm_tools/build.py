@@ -121,8 +121,9 @@ def sdk_sources() -> list[Path]:
 
 
 def sdk_inputs() -> list[Path]:
-    """Every SDK file a module depends on (sources and headers)."""
-    return sorted([*SDK.glob("*.c"), *SDK.glob("*.h")])
+    """Every SDK file a module depends on (sources and headers), the SDK's directory (a file
+    added or removed changes it) and this build script (the compiler's flags)."""
+    return [*sorted([*SDK.glob("*.c"), *SDK.glob("*.h")]), SDK, Path(__file__)]
 
 
 def is_stale(out: Path, inputs: Iterable[Path]) -> bool:

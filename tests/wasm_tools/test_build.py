@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 import wasmtime
+from toolcage.wasm_tools import build
 from toolcage.wasm_tools.build import (
     LEXBOR,
+    SDK,
     SHARED,
     TOOLS,
     build_all,
@@ -66,6 +68,11 @@ class TestBuildAll:
         # headers change the module too; a directory's time, a file added or removed
         assert {TOOLS / "web_fetch" / "markdown.h", parser.with_suffix(".h")} <= set(inputs)
         assert {TOOLS / "web_fetch", parser.parent} <= set(inputs)
+
+    def test_every_module_depends_on_the_sdk_folder_and_the_build_script(self) -> None:
+        """A file added to or removed from the SDK, or a compiler flag changed, rebuilds."""
+        _, inputs = tool_job(TOOLS / "file_read.c", Path("file_read.wasm"))
+        assert {SDK, Path(build.__file__)} <= set(inputs)
 
     def test_only_the_tool_that_names_a_library_links_it(self) -> None:
         job, inputs = tool_job(TOOLS / "file_read.c", Path("file_read.wasm"))
