@@ -24,7 +24,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +48,6 @@ QUERIES = 200
 RECALL_QUERIES = 30
 TOP_K = 5
 TARGET = 0.015
-
-Nearest = Callable[[apsw.Connection, Sequence[float]], list[tuple[int, int]]]
 
 
 def _cache_path() -> Path:
@@ -110,7 +108,9 @@ def _bits(conn: apsw.Connection, vector: Sequence[float]) -> bytes:
     return bytes(bits)
 
 
-def _rescore(conn: apsw.Connection, vector: Sequence[float], ids: list[int]) -> Any:
+def _rescore(
+    conn: apsw.Connection, vector: Sequence[float], ids: list[int]
+) -> list[tuple[int, int]]:
     sql = vectors_index._RESCORE.format(marks=schema.marks(len(ids)))
     return [(r[0], r[1]) for r in conn.execute(sql, (pack_vector(vector), *ids, USER, 2.0))]
 
