@@ -31,6 +31,7 @@ from __future__ import annotations
 from .._backends._migrations import META_TABLE as META_TABLE
 from .._backends._migrations import Migrations, Step
 from ._keywords import backfill
+from ._vector_owners import index_by_owner
 
 NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 """The backend's clock, as the ISO 8601 UTC text every timestamp is stored as."""
@@ -161,6 +162,9 @@ MIGRATIONS: tuple[Migration, ...] = (
         "DELETE FROM keyword_corpora",
         backfill,
     ),
+    # 8: each user's vectors as a vec0 partition of their own (see _sqlite_vectors), filled
+    # from the sign bits stored so far; nothing on the remote store.
+    (index_by_owner,),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

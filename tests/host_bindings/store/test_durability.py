@@ -90,6 +90,7 @@ def assert_consistent(path: Path) -> None:
         )
         assert one("SELECT count(*) FROM chunk_vectors") == chunks
         assert one("SELECT count(*) FROM chunk_bits") == chunks
+        assert one("SELECT count(*) FROM chunk_owner_vec") == chunks
         assert one("SELECT count(*) FROM chunk_tag_vec") == one("SELECT count(*) FROM chunk_tags")
         assert (
             one("SELECT count(*) FROM chunk_tags WHERE chunk_id NOT IN (SELECT id FROM chunks)")
