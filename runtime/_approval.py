@@ -125,6 +125,11 @@ class SafetyGate:
         """Answers asked ahead, by principal and call id: the arguments' hash, and how the
         call was let through or why it was refused."""
 
+    def passes(self, tool: Tool) -> bool:
+        """Whether every call of ``tool`` passes the gate, unasked and in every session kind
+        (a ``read_only`` tool's); :meth:`admit` would return ``None`` for it."""
+        return tool.safety_tier is SafetyTier.READ_ONLY
+
     def needs_approval(self, name: str, tool: Tool) -> bool:
         """Whether a call of ``tool`` waits for an approver (unless remembered)."""
         return tool.safety_tier is SafetyTier.PRIVILEGED and name not in self._auto_approve

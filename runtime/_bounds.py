@@ -79,7 +79,19 @@ def bound_result(
 ) -> ToolResult:
     """``result`` with its tool text neutral and every part under ``limit`` bytes (see the
     module docstring)."""
-    content = _neutral_content(result.content)
+    content = result.content
+    if (  # the common result, one short ASCII text and nothing else, as it is
+        len(content) == 1
+        and type(content[0]) is TextContent
+        and result.details is None
+        and result.display is None
+        and result.error is None
+        and not result.artifacts
+    ):
+        text = content[0].text
+        if len(text) <= limit // 4 and text.isascii() and "[" not in text:
+            return result
+    content = _neutral_content(content)
     error = result.error if result.error is None else _neutral_error(result.error)
     if content is not result.content or error is not result.error:
         result = dataclasses.replace(result, content=content, error=error)

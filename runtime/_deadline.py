@@ -27,7 +27,8 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Callable, Coroutine
+import types
+from collections.abc import Callable, Coroutine, Generator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -88,14 +89,19 @@ async def run_with_deadline(
     """Run ``work`` as a task; its result, or :class:`DeadlineExceeded` (see the module doc).
 
     ``grace`` is how long past the deadline a tool that claimed it may take to answer.
+
+    Most host tools finish in their task's first step. The caller therefore yields to the
+    loop once, bare, right after creating the task: both were queued in that order, so
+    the loop runs the task's first step and then the caller, in one iteration. A finished
+    task is the whole call -- no timer, no waiter, no second iteration. Only a task still
+    running after its first step gets the deadline's timer and is waited for.
     """
     loop = asyncio.get_running_loop()
     deadline = CallDeadline(time.monotonic() + timeout, timeout)
-    waiter = loop.create_future()
-    timers: list[asyncio.TimerHandle] = []
+    waiter: asyncio.Future[None] | None = None
 
     def wake() -> None:
-        if not waiter.done():
+        if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
     token = _current.set(deadline)
@@ -104,16 +110,20 @@ async def run_with_deadline(
         task = loop.create_task(_waking(work, wake))
     finally:
         _current.reset(token)
-
-    def at_deadline() -> None:
-        if deadline.claimed:
-            timers.append(loop.call_later(grace, wake))
-        else:
-            wake()
-
-    timers.append(loop.call_later(timeout, at_deadline))
+    timers: list[asyncio.TimerHandle] = []
     try:
-        await waiter
+        await _step()
+        if not task.done():
+            waiter = loop.create_future()
+
+            def at_deadline() -> None:
+                if deadline.claimed:
+                    timers.append(loop.call_later(grace, wake))
+                else:
+                    wake()
+
+            timers.append(loop.call_later(deadline.at - time.monotonic(), at_deadline))
+            await waiter
     except BaseException:
         if deadline.claimed and not task.done():
             await _stop_waiting(task, grace)
@@ -127,6 +137,12 @@ async def run_with_deadline(
         _abandon(task)
         raise DeadlineExceeded
     return task.result()
+
+
+@types.coroutine
+def _step() -> Generator[None, None, None]:
+    """Yield to the event loop once, as ``asyncio.sleep(0)`` does, without its call."""
+    yield
 
 
 async def _waking(work: Coroutine[Any, Any, T], wake: Callable[[], None]) -> T:

@@ -37,23 +37,30 @@ def decode_arguments(raw: Mapping[str, Any] | str, max_bytes: int) -> dict[str, 
         if size > max_bytes:
             raise _too_large(size, max_bytes)
         try:
-            decoded = parse_json(raw) if raw.strip() else {}
+            decoded = parse_json(raw) if raw.strip() else {}  # checked as it is parsed
         except json.JSONDecodeError as exc:
             raise ToolValidationError(
                 f"arguments are not valid JSON ({exc.msg} at line {exc.lineno} column "
                 f"{exc.colno}); send a JSON object"
             ) from None
-    else:
-        decoded = raw
-    if not isinstance(decoded, Mapping):
+        return dict(_object(decoded))
+    _object(raw)
+    bound = _flat_bound(raw) if type(raw) is dict else -1
+    if bound < 0:
+        bound = check_plain_json(raw)
+    if bound > max_bytes:
+        size = _encoded_size(raw)  # the bound is loose: measure exactly
+        if size > max_bytes:
+            raise _too_large(size, max_bytes)
+    return dict(raw)
+
+
+def _object(decoded: Any) -> Mapping[str, Any]:
+    if type(decoded) is not dict and not isinstance(decoded, Mapping):
         raise ToolValidationError(
             f"arguments must be a JSON object, got {json_type(decoded)}; send a JSON object"
         )
-    if not isinstance(raw, str) and check_plain_json(decoded) > max_bytes:
-        size = _encoded_size(decoded)  # the bound is loose: measure exactly
-        if size > max_bytes:
-            raise _too_large(size, max_bytes)
-    return dict(decoded)
+    return decoded
 
 
 def parse_json(text: str, field: str = "") -> Any:
@@ -98,6 +105,34 @@ def check_plain_json(value: Any, field: str = "") -> int:
         else:
             for index, item in enumerate(node):
                 size += _item_size(item, path, index, stack) + 2
+    return size
+
+
+def _flat_bound(args: dict[Any, Any]) -> int:
+    """:func:`check_plain_json`'s bound for the common object: ASCII names, and values that
+    are ASCII strings, booleans, nulls, finite floats or integers of fewer than
+    ``_SAFE_INT_BITS`` bits. ``-1`` for any other, which takes the full walk."""
+    size = 2
+    for key, item in args.items():
+        if type(key) is not str or not key.isascii():
+            return -1
+        kind = type(item)
+        if kind is str:
+            if not item.isascii():
+                return -1
+            size += 6 * len(item) + 2
+        elif kind is int:
+            bits = item.bit_length()
+            if bits > _SAFE_INT_BITS:
+                return -1
+            size += bits // 3 + 2
+        elif kind is bool or item is None:
+            size += 5
+        elif kind is float and math.isfinite(item):
+            size += 24
+        else:
+            return -1
+        size += 6 * len(key) + 6
     return size
 
 

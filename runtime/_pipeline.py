@@ -44,18 +44,18 @@ import asyncio
 import dataclasses
 import functools
 import logging
-import secrets
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
-from toolcage.policies import ImagesConfig, LimitsConfig, Redactor, ToolLimitsTable
+from toolcage.policies import ImagesConfig, LimitsConfig, Redactor, ToolLimits, ToolLimitsTable
 
 from ._approval import SafetyGate
 from ._arguments import ArgumentSpec, normalise_arguments, validate_arguments
 from ._bounds import bound_error, bound_result, detach
-from ._concurrency import ConcurrencyGates
+from ._concurrency import ConcurrencyGates, ToolGate
 from ._deadline import STOP_GRACE, DeadlineExceeded, run_with_deadline
 from ._decoding import MAX_NAME_CHARS, checked_tool_name, decode_arguments
 from ._errors import (
@@ -73,9 +73,35 @@ from ._rate_limit_step import RateLimitStep
 from ._registry import ToolRegistry
 from ._result import TextContent, ToolResult
 from ._security import SecurityCheck
-from ._tool import TOOL_NAME, ProgressCallback, ProgressUpdate, ToolCall, ToolExecutionContext
+from ._tool import (
+    TOOL_NAME,
+    ProgressCallback,
+    ProgressUpdate,
+    Tool,
+    ToolCall,
+    ToolExecutionContext,
+    new_call_id,
+)
 
 logger = logging.getLogger("toolcage")
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What a call of one tool needs from the pipeline's tables, looked up once per tool.
+
+    A name keeps its tool (the registry neither replaces nor removes one); a plan is made
+    anew should another tool ever answer to the name.
+    """
+
+    tool: Tool
+    """The tool the plan was made for."""
+    spec: ArgumentSpec
+    """How its arguments are normalised and validated."""
+    limits: ToolLimits
+    """Its deadline and byte limit."""
+    gate: ToolGate | None
+    """The concurrency gate its calls wait on, if any."""
 
 
 class ToolPipeline:
@@ -118,13 +144,14 @@ class ToolPipeline:
         self.redactor = Redactor()
         """What every error message passes through (the runtime sets its own)."""
         self._specs: dict[str, ArgumentSpec] = {}
+        self._plans: dict[str, _Plan] = {}
 
     async def execute(self, call: ToolCall, ctx: ToolExecutionContext) -> ToolResult:
         """Run one call; always returns its result (see the module docstring)."""
         started = time.perf_counter()
         refusal: ToolError | None = None
         name = call.name
-        if (
+        if (type(name) is not str or name not in self._plans) and (  # a planned name is valid
             not isinstance(name, str)
             or len(name) > MAX_NAME_CHARS
             or TOOL_NAME.fullmatch(name) is None
@@ -132,7 +159,7 @@ class ToolPipeline:
             name, refusal = checked_tool_name(call.name)
             call = ToolCall(name, call.arguments, call.id)
         if not call.id:
-            call = ToolCall(call.name, call.arguments, "call_" + secrets.token_hex(8))
+            call = ToolCall(call.name, call.arguments, new_call_id())
         ctx = ctx.for_call(call.id, ctx.progress)
         if self.hooks.listeners:
             ctx = ctx.for_call(call.id, self._progress_sink(call, ctx))
@@ -160,6 +187,9 @@ class ToolPipeline:
                 cancelled_result = ToolResult.failure(call.name, cancelled)
                 await self._finish(call, ctx, cancelled_result, started, trace)
             raise
+        hooks = self.hooks
+        if trace is None and not (hooks.after or hooks.persist or hooks.listeners):
+            return result.finished(call.name, time.perf_counter() - started)  # all _finish does
         return await self._finish(call, ctx, result, started, trace)
 
     async def _run(
@@ -168,6 +198,9 @@ class ToolPipeline:
         if self.closed:
             raise ToolCancelledError(f"Tool {call.name} was cancelled: the runtime is closed")
         tool = self.registry.get(call.name, ctx.agent_id)
+        plan = self._plans.get(call.name)
+        if plan is None or plan.tool is not tool:
+            plan = self._plan(call.name, tool)
         args = decode_arguments(call.arguments, self.limits.max_argument_bytes)
         if trace is not None:
             trace.found(tool, args)
@@ -176,11 +209,13 @@ class ToolPipeline:
             if block is not None:
                 raise ToolBlockedError(block.reason)
             args = dict(call.arguments) if isinstance(call.arguments, Mapping) else args
-        args = self.prepared(call.name, args)
-        if trace is None:
-            await self.gate.admit(call.name, tool, args, ctx)
-        else:
+        spec = plan.spec
+        args = normalise_arguments(args, spec)
+        validate_arguments(args, spec)
+        if trace is not None:
             await trace.admit(self.gate, tool, args, ctx)
+        elif not self.gate.passes(tool):
+            await self.gate.admit(call.name, tool, args, ctx)
         if self.rate_limits is not None:
             await self.rate_limits.admit(call.name, tool, ctx)
         checked: Mapping[str, Any] = args
@@ -189,9 +224,9 @@ class ToolPipeline:
                 checked = check.check(tool, checked, ctx)
         else:
             checked = trace.check(self.checks, tool, checked, ctx)
-        limits = self.tool_limits.of(call.name, tool.timeout)
+        limits = plan.limits
         timeout = limits.timeout
-        gate = self.gates.of(call.name, tool)
+        gate = plan.gate
         if gate is None:
             work = tool.execute(checked, ctx)
         else:
@@ -298,6 +333,16 @@ class ToolPipeline:
         if spec is None:
             spec = self._specs[name] = ArgumentSpec.of(self.registry.declaration(name))
         return spec
+
+    def _plan(self, name: str, tool: Tool) -> _Plan:
+        plan = _Plan(
+            tool,
+            self._spec(name),
+            self.tool_limits.of(name, tool.timeout),
+            self.gates.of(name, tool),
+        )
+        self._plans[name] = plan
+        return plan
 
     def _progress_sink(self, call: ToolCall, ctx: ToolExecutionContext) -> ProgressCallback:
         """Progress reports become ``tool_execution_update`` events, from any thread."""

@@ -35,7 +35,7 @@ from ._rate_limit_step import RateLimitStep, check_byte_quotas, rate_limiter
 from ._registry import ToolRegistry
 from ._result import ToolResult
 from ._security import SecurityCheck
-from ._tool import DEFAULT_CONTEXT, Tool, ToolCall, ToolExecutionContext
+from ._tool import DEFAULT_CONTEXT, Tool, ToolCall, ToolExecutionContext, new_call_id
 from .observe import AuditHandler
 from .observe._observers import observation_for
 
@@ -229,7 +229,7 @@ class Runtime:
     ) -> ToolResult:
         """Run one tool call through the full pipeline; never raises for a tool failure."""
         return await self.pipeline.execute(
-            ToolCall(tool_name, arguments), context or DEFAULT_CONTEXT
+            ToolCall(tool_name, arguments, new_call_id()), context or DEFAULT_CONTEXT
         )
 
     async def execute_call(self, call: ToolCall, context: ToolExecutionContext) -> ToolResult:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import itertools
 import re
+import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -272,6 +274,19 @@ class ToolCall:
     """The arguments object, or its JSON text as some providers send it."""
     id: str = ""
     """The provider's call id, kept so the result can be matched to the call."""
+
+
+_call_ids = itertools.count(secrets.randbits(64))
+
+
+def new_call_id() -> str:
+    """An id for a call made without one: ``call_`` and 16 hex digits.
+
+    The digits count up from a random point drawn once per process: unique within the
+    process, unlikely to meet another process's, and without drawing random bytes (a system
+    call) on every call.
+    """
+    return f"call_{next(_call_ids) & 0xFFFF_FFFF_FFFF_FFFF:016x}"
 
 
 @runtime_checkable

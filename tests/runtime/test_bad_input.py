@@ -7,11 +7,13 @@ the way a host sends it on.
 from __future__ import annotations
 
 import json
+from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
 import pytest
 from toolcage.runtime import Runtime, ToolResult, tool
+from toolcage.runtime._decoding import _flat_bound, check_plain_json
 
 from .sample_tools import describe, echo
 
@@ -151,3 +153,61 @@ class TestToolNames:
             assert (env["error_type"], env["field"]) == ("validation_error", "tool")
             deep = encodable(await runtime.execute("file_read", nested_text(DEEP)))
             assert deep["error_type"] == "validation_error"
+
+
+class Size(IntEnum):
+    ONE = 1
+
+
+FLAT_OBJECTS: list[dict[str, Any]] = [
+    {},
+    {"text": "plain", "count": 7, "ratio": 0.5, "flag": True, "none": None},
+    {"count": -(2**13999), "big": 2**13999},
+    {"text": "é", "n": 1},  # a non-ASCII value: the full walk
+    {"ünï": "name"},  # a non-ASCII name: the full walk
+    {"list": [1, 2], "n": 1},  # nested: the full walk
+    {"count": Size.ONE},  # an int subclass: the full walk
+]
+
+
+class TestFlatMappings:
+    """An arguments mapping of plain scalars is measured without the full walk; whatever it
+    holds that is not plain JSON still takes the walk, and its error."""
+
+    @pytest.mark.parametrize("args", FLAT_OBJECTS, ids=range(len(FLAT_OBJECTS)))
+    def test_the_flat_bound_is_the_full_walks(self, args: dict[str, Any]) -> None:
+        assert _flat_bound(args) in (-1, check_plain_json(args))
+
+    @pytest.mark.parametrize(
+        ("value", "expected"),
+        [
+            (float("nan"), "which JSON cannot carry"),
+            (float("inf"), "which JSON cannot carry"),
+            (10**5_000, "is an integer of more than 4,300 digits"),
+            ("a\ud800b", "lone surrogate (U+D800)"),
+            (b"bytes", "bytes value, which is not JSON"),
+        ],
+        ids=["nan", "infinity", "huge-int", "lone-surrogate", "bytes"],
+    )
+    async def test_a_flat_value_that_is_not_json_is_refused_with_its_field(
+        self, value: Any, expected: str
+    ) -> None:
+        seen.clear()
+        env = encodable(await Runtime(tools=[record]).execute("record", {"text": value}))
+        assert (env["error_type"], env["field"]) == ("validation_error", "text")
+        assert expected in env["message"]
+        assert seen == []
+
+    async def test_a_flat_object_over_the_byte_limit_is_refused_with_its_size(self) -> None:
+        runtime = Runtime(tools=[record])
+        limit = runtime.pipeline.limits.max_argument_bytes
+        env = encodable(await runtime.execute("record", {"text": "x" * limit}))
+        assert env["error_type"] == "validation_error"
+        assert f"arguments are {limit + 12:,} bytes, over the limit of {limit:,}" in env["message"]
+
+    async def test_a_flat_object_of_escapes_under_the_limit_passes(self) -> None:
+        seen.clear()
+        runtime = Runtime(tools=[record])
+        text = '"' * (runtime.pipeline.limits.max_argument_bytes // 4)  # bound > limit > size
+        assert encodable(await runtime.execute("record", {"text": text}))["result"] == "kept"
+        assert seen == [text]

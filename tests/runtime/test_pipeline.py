@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import threading
 import time
 from collections.abc import Mapping
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from toolcage.policies import ToolcageConfig
 from toolcage.policies._config import parse_config
@@ -449,6 +451,82 @@ class TestTimeouts:
         end = events[-1]
         assert isinstance(end, ToolExecutionEnd)
         assert end.result.envelope()["error_type"] == "cancelled"
+
+
+class TestToolTask:
+    """Each call's tool runs in a task of its own, so a tool that will not stop can be left
+    behind at its deadline; a tool that finishes in its first step is answered in the same
+    turn of the event loop, one that waits keeps its deadline and its task."""
+
+    async def test_the_tool_runs_in_a_task_of_its_own(self) -> None:
+        tasks: list[asyncio.Task[Any] | None] = []
+
+        def where(args: Mapping[str, Any], ctx: ToolExecutionContext) -> ToolResult:
+            tasks.append(asyncio.current_task())
+            return ToolResult.text("here")
+
+        result = await Runtime(tools=[StaticTool("where", where)]).execute("where", {})
+        assert result.output_text == "here"
+        assert tasks[0] is not None
+        assert tasks[0] is not asyncio.current_task()
+
+    async def test_a_tool_that_waits_several_times_gets_its_result(self) -> None:
+        async def patient(args: Mapping[str, Any], ctx: ToolExecutionContext) -> ToolResult:
+            for _ in range(3):
+                await anyio.lowlevel.checkpoint()
+            return ToolResult.text("done")
+
+        result = await Runtime(tools=[StaticTool("patient", patient)]).execute("patient", {})
+        assert result.output_text == "done"
+
+    async def test_a_tool_that_waits_inside_a_cancel_scope_and_a_thread_gets_its_result(
+        self,
+    ) -> None:
+        async def scoped(args: Mapping[str, Any], ctx: ToolExecutionContext) -> ToolResult:
+            with anyio.fail_after(30):  # bound to the task it was entered in
+                value = await anyio.to_thread.run_sync(lambda: "from a thread")
+            return ToolResult.text(value)
+
+        result = await Runtime(tools=[StaticTool("scoped", scoped)]).execute("scoped", {})
+        assert result.output_text == "from a thread"
+
+    async def test_a_first_step_that_outlasts_the_deadline_keeps_its_result(self) -> None:
+        def hog(args: Mapping[str, Any], ctx: ToolExecutionContext) -> ToolResult:
+            time.sleep(0.2)  # holds the event loop past the deadline, then finishes
+            return ToolResult.text("finished")
+
+        runtime = Runtime(tools=[StaticTool("hog", hog, timeout=0.05)])
+        assert (await runtime.execute("hog", {})).output_text == "finished"
+
+    async def test_a_waiting_tool_still_times_out(self) -> None:
+        release = anyio.Event()
+
+        async def waits(args: Mapping[str, Any], ctx: ToolExecutionContext) -> ToolResult:
+            await release.wait()
+            return ToolResult.text("late")
+
+        runtime = Runtime(tools=[StaticTool("waits", waits, timeout=0.05)])
+        result = await runtime.execute("waits", {})
+        release.set()
+        assert result.envelope()["error_type"] == "timeout"
+
+
+class TestCallIds:
+    async def test_calls_made_without_an_id_get_distinct_ids(self) -> None:
+        ids: list[str] = []
+
+        def record(args: Mapping[str, Any], ctx: ToolExecutionContext) -> ToolResult:
+            ids.append(ctx.call_id)
+            return ToolResult.text("")
+
+        runtime = Runtime(tools=[StaticTool("record", record)])
+        for _ in range(3):
+            await runtime.execute("record", {})
+        await runtime.execute_call(ToolCall("record", {}), ToolExecutionContext())
+        await runtime.execute_call(ToolCall("record", {}, "call_mine"), ToolExecutionContext())
+        assert all(re.fullmatch(r"call_[0-9a-f]{16}", made) for made in ids[:4]), ids
+        assert len(set(ids[:4])) == 4
+        assert ids[4] == "call_mine"
 
 
 class TestFailures:
