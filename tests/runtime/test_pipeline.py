@@ -434,12 +434,11 @@ class TestTimeouts:
         assert ticks_while_blocked > 0  # the loop kept running while the tool blocked its thread
 
     async def test_config_overrides_the_tool_timeout(self) -> None:
-        slow = StaticTool("slow", lambda a, c: anyio.sleep(1), timeout=10)
+        slow = StaticTool("slow", lambda a, c: anyio.sleep(3600), timeout=3600)
         runtime = Runtime(config(tools={"slow": {"timeout": 0.1}}), tools=[slow])
-        started = time.perf_counter()
-        result = await runtime.execute("slow", {})
-        assert result.envelope()["error_type"] == "timeout"
-        assert time.perf_counter() - started < 0.5
+        envelope = (await runtime.execute("slow", {})).envelope()
+        assert envelope["error_type"] == "timeout"
+        assert envelope["details"]["timeout"] == 0.1
 
     async def test_caller_cancellation_propagates_after_a_cancelled_end_event(self) -> None:
         runtime = Runtime(tools=[StaticTool("slow", lambda a, c: anyio.sleep(5))])
