@@ -170,6 +170,17 @@ class TestCapabilities:
         assert envelope["message"] == 'RangeError: no such op "boom"'
         assert "run@app/probe.js:" in caplog.text
 
+    async def test_a_loop_meets_its_deadline_and_a_memory_bomb_its_limit(
+        self, probe: Path, tmp_path: Path
+    ) -> None:
+        async with Runtime.from_config(site(tmp_path, probe)) as runtime:
+            spun = await runtime.execute("probe", {"op": "spin"})
+            hogged = await runtime.execute("probe", {"op": "hog"})
+            after = await runtime.execute("probe", {"op": "shout", "path": "after"})
+        assert spun.envelope()["error_type"] == "timeout"
+        assert hogged.envelope()["error_type"] == "execution_error"
+        assert after.output_text == "AFTER!"  # the next call runs in a fresh instance
+
 
 class TestPrincipals:
     async def test_memory_reaches_only_the_callers_own_notes(

@@ -25,6 +25,10 @@ export function run({ op, path = '' }) {
     case 'shout':
       write('warning', 'the probe shouts');
       return shout(path);
+    case 'spin':
+      for (;;) {} // stopped by the call's deadline
+    case 'hog':
+      return new Array(1 << 30).fill(1).length; // stopped by the memory limit
     default:
       throw new RangeError(`no such op ${JSON.stringify(op)}`);
   }
