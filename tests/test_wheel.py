@@ -160,6 +160,7 @@ class TestWheel:
         # the world of operators' Python tools, and the app --python-tool builds around one
         assert "toolcage/wasm_tools/python/wit/tool.wit" in names
         assert "toolcage/wasm_tools/python/tool/tool_app.py" in names
+        assert "toolcage/wasm_tools/js/tool_app.js" in names  # and --js-tool around a JS one
         found = subprocess.run(
             [
                 str(installed.venv / "bin" / "python"),

@@ -62,8 +62,12 @@ KEEP = 4
 """Cached components kept per user (about 40 MB each), the most recently used."""
 
 
-class PythonBuildError(RuntimeError):
-    """The component could not be built; the message says why."""
+class ComponentBuildError(RuntimeError):
+    """A component could not be built; the message says why."""
+
+
+class PythonBuildError(ComponentBuildError):
+    """The Python component could not be built; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -194,10 +198,14 @@ def input_key(packages: Iterable[Package]) -> str:
     return content_key(sources, packages)
 
 
-def content_key(files: Iterable[tuple[str, bytes]], packages: Iterable[Package]) -> str:
+def content_key(
+    files: Iterable[tuple[str, bytes]], packages: Iterable[Package], builder: str | None = None
+) -> str:
     """The hash of a build's inputs: ``files`` (each a name and its bytes), the bundled
-    ``packages`` and the componentize-py version."""
-    digest = hashlib.sha256(f"componentize-py=={componentize_py_version()}\0".encode())
+    ``packages`` and what builds them, ``builder`` (by default the componentize-py
+    version)."""
+    builder = builder or f"componentize-py=={componentize_py_version()}"
+    digest = hashlib.sha256(f"{builder}\0".encode())
     for name, data in files:
         digest.update(f"{name}\0".encode() + data + b"\0")
     for package in sorted(packages, key=lambda package: package.name):
@@ -248,9 +256,9 @@ def componentize(
         raise PythonBuildError(f"componentize-py failed:\n{(done.stdout + done.stderr)[-4000:]}")
 
 
-def _cache_dir() -> Path | None:
+def _cache_dir(kind: str) -> Path | None:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    folder = Path(base) / "toolcage" / "python"
+    folder = Path(base) / "toolcage" / kind
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:
@@ -320,6 +328,8 @@ class CacheEntry:
     """The glob of the entries of the same kind, pruned together."""
     keep: int
     """How many of them are kept, the most recently used."""
+    folder: str = "python"
+    """The folder of the per-user cache (``$XDG_CACHE_HOME/toolcage/FOLDER``) they are in."""
 
 
 def cached_build(
@@ -335,7 +345,7 @@ def cached_build(
     (``"cached"``), else ``make(file, work)``'s build into a temporary folder ``work``,
     kept in the cache first (``"built"``). Without a writable cache (a read-only home)
     every build runs ``make``."""
-    folder = _cache_dir()
+    folder = _cache_dir(entry.folder)
     with tempfile.TemporaryDirectory(prefix="toolcage-python-") as tmp:
         work = Path(tmp)
         cached = (folder or work) / entry.name

@@ -32,6 +32,7 @@ from ._python_build import (
     PYTHON,
     WIT,
     CacheEntry,
+    ComponentBuildError,
     Placed,
     PythonBuildError,
     cached_build,
@@ -66,15 +67,15 @@ def declared_needs(declaration: Path) -> list[str]:
     try:
         raw = json.loads(declaration.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise PythonBuildError(f"{declaration}: cannot read the declaration: {exc}") from exc
+        raise ComponentBuildError(f"{declaration}: cannot read the declaration: {exc}") from exc
     needs = raw.get("needs", []) if isinstance(raw, dict) else None
     if not isinstance(needs, list):
-        raise PythonBuildError(f"{declaration}: needs: must be a list")
+        raise ComponentBuildError(f"{declaration}: needs: must be a list")
     for index, need in enumerate(needs):
         if need not in INTERFACES and need not in NOT_IMPORTS:
             offered = ", ".join(sorted({*INTERFACES, *NOT_IMPORTS}))
-            raise PythonBuildError(
-                f"{declaration}: needs[{index}]: {need!r} is not offered to a Python tool"
+            raise ComponentBuildError(
+                f"{declaration}: needs[{index}]: {need!r} is not offered to a component tool"
                 f" (one of {offered})"
             )
     return [str(need) for need in needs]
@@ -147,7 +148,7 @@ def main(args: Sequence[str]) -> int:
     target = (source.parent if out_dir is None else out_dir) / f"{source.stem}.wasm"
     try:
         placed = build_python_tool(source, out_dir, force=options.force)
-    except PythonBuildError as exc:
+    except ComponentBuildError as exc:
         print(exc, file=sys.stderr)
         return 1
     print(PLACED[placed].format(target))

@@ -21,7 +21,8 @@ library directory of its own per user and zig version
 with :mod:`importlib.resources` and never compiles anything. :func:`build_cached` compiles
 other guests (the test suite's) into a per-user cache keyed by their content, and
 :func:`build_tool` (``--tool NAME.c [--out DIR]``) an operator's own guest with the SDK;
-:mod:`._python_tool_build` (``--python-tool NAME.py``) an operator's tool written in Python.
+:mod:`._python_tool_build` (``--python-tool NAME.py``) an operator's tool written in Python,
+:mod:`._js_tool_build` (``--js-tool NAME.js``) one written in JavaScript.
 """
 
 from __future__ import annotations
@@ -371,10 +372,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``python -m toolcage.wasm_tools.build --tool NAME.c [--out DIR]`` for one operator tool, or
     ``... --python-exec --packages SPEC [SPEC ...] --out FILE`` for a python_exec component
     that bundles an operator's pure-Python packages, or ``... --python-tool NAME.py [--out
-    DIR]`` for an operator's tool written in Python (see :mod:`._python_tool_build`)."""
+    DIR]`` for an operator's tool written in Python (see :mod:`._python_tool_build`), or
+    ``... --js-tool NAME.js [--out DIR]`` in JavaScript (see :mod:`._js_tool_build`)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if "--tool" in args:
         return _main_tool(args)
+    if "--js-tool" in args:
+        from . import _js_tool_build
+
+        return _js_tool_build.main(args)
     from . import _python_build as python  # here: build_backend loads build.py alone
 
     if "--python-exec" in args:

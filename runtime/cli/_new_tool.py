@@ -1,13 +1,15 @@
-"""``toolcage new-tool NAME [--lang c|python]``: the files of a new operator guest tool.
+"""``toolcage new-tool NAME [--lang c|python|js]``: the files of a new operator guest tool.
 
-It writes the tool's code -- ``NAME.c`` (C, the default) or ``NAME.py`` (Python) -- a
-read-only tool that reads one file through the host's ``fs`` capability, its declaration
-``NAME.json`` and ``build_NAME.sh``, which builds it: C with the pinned zig and the SDK
-shipped in the package (``python -m toolcage.wasm_tools.build --tool``; the guest ABI is
-described in ``toolcage/wasm_tools/sdk/README.md``), Python with the pinned componentize-py
-into a component of the ``toolcage:tool`` world (``--python-tool``; the world is
-``toolcage/wasm_tools/python/wit/tool.wit``). Name the directory in ``[guest_tools] dirs``
-and the built tool loads with the built-ins.
+It writes the tool's code -- ``NAME.c`` (C, the default), ``NAME.py`` (Python) or
+``NAME.js`` (JavaScript) -- a read-only tool that reads one file through the host's
+``fs`` capability, its declaration ``NAME.json`` and ``build_NAME.sh``, which builds it:
+C with the pinned zig and the SDK shipped in the package (``python -m
+toolcage.wasm_tools.build --tool``; the guest ABI is described in
+``toolcage/wasm_tools/sdk/README.md``), Python with the pinned componentize-py into a
+component of the ``toolcage:tool`` world (``--python-tool``; the world is
+``toolcage/wasm_tools/python/wit/tool.wit``), JavaScript likewise with the pinned
+componentize-js (``--js-tool``). Name the directory in ``[guest_tools] dirs`` and the
+built tool loads with the built-ins.
 """
 
 from __future__ import annotations
@@ -92,7 +94,39 @@ def run(arguments: dict) -> str:
 '''
 """The Python tool's code (``run`` is what the host calls)."""
 
-LANGUAGES = ("c", "python")
+JS_SOURCE = """\
+// {name}: reads a text file under the granted mounts and returns its first line.
+//
+// Built into a WebAssembly component with `sh build_{name}.sh`. The host's capabilities
+// this tool's declaration grants (its `needs`) are the modules `toolcage:tool/NEED@0.1.0`
+// (see toolcage/wasm_tools/python/wit/tool.wit); the build links nothing else. A failing
+// host call throws, its reason in `.payload`.
+import {{ readFile }} from 'toolcage:tool/fs@0.1.0';
+import {{ write }} from 'toolcage:tool/log@0.1.0';
+
+const READ_CAP = 1 << 20;
+
+// The tool: `args` are its validated parameters; the string returned is its result (an
+// object or array would be sent as JSON); what it throws is its error.
+export function run(args) {{
+  const path = args.path;
+  let data;
+  try {{
+    data = readFile(path, READ_CAP); // only beneath the mounts granted to this tool
+  }} catch (error) {{
+    throw new Error(`cannot read ${{path}}: ${{error.payload ?? error}}`);
+  }}
+  const line = new TextDecoder().decode(data).split('\\n', 1)[0];
+  write('info', `read ${{data.length}} bytes of ${{path}}`);
+  return `first line of ${{path}}: ${{line}}`;
+}}
+"""
+"""The JavaScript tool's code (``run`` is what the host calls)."""
+
+LANGUAGES = {"c": (".c", SOURCE), "python": (".py", PYTHON_SOURCE), "js": (".js", JS_SOURCE)}
+"""Each language's file suffix and code."""
+FLAGS = {".c": "--tool", ".py": "--python-tool", ".js": "--js-tool"}
+"""The build command's flag for each kind of source."""
 
 
 def declaration(name: str, lang: str = "c") -> dict[str, object]:
@@ -111,14 +145,13 @@ def declaration(name: str, lang: str = "c") -> dict[str, object]:
         "safety_tier": "read_only",
         "timeout": 10,
         "path_arguments": {"path": "read"},
-        "needs": ["fs", "log"] if lang == "python" else ["fs"],
+        "needs": ["fs"] if lang == "c" else ["fs", "log"],
     }
 
 
 def build_command(source: Path) -> list[str]:
     """The command that builds ``source`` into the module (or component) beside it."""
-    flag = "--python-tool" if source.suffix == ".py" else "--tool"
-    return [sys.executable, "-m", "toolcage.wasm_tools.build", flag, str(source)]
+    return [sys.executable, "-m", "toolcage.wasm_tools.build", FLAGS[source.suffix], str(source)]
 
 
 def new_tool(name: str, directory: Path, lang: str = "c") -> list[Path]:
@@ -128,13 +161,15 @@ def new_tool(name: str, directory: Path, lang: str = "c") -> list[Path]:
         raise UsageError(f"{name!r} is not a tool name: lowercase letters, digits and _")
     if lang not in LANGUAGES:
         raise UsageError(f"{lang!r} is not one of {', '.join(LANGUAGES)}")
-    python = lang == "python"
-    if python and name in sys.stdlib_module_names:
+    if lang == "python" and name in sys.stdlib_module_names:
         raise UsageError(f"{name!r} is a module of Python's standard library: choose another name")
-    source = directory / f"{name}.{'py' if python else 'c'}"
+    if lang != "c" and name in {"tool_app", "tool_name", "sandbox", "wit_world"}:
+        raise UsageError(f"{name!r} is the name of a module of the build: choose another name")
+    suffix, code = LANGUAGES[lang]
+    source = directory / f"{name}{suffix}"
     script = directory / f"build_{name}.sh"
     files = {
-        source: (PYTHON_SOURCE if python else SOURCE).format(name=name),
+        source: code.format(name=name),
         directory / f"{name}.json": json.dumps(declaration(name, lang), indent=2) + "\n",
         script: '#!/bin/sh\ncd "$(dirname "$0")" || exit 1\nexec '
         + shlex.join(build_command(Path(source.name)))
@@ -171,7 +206,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--dir", type=Path, default=Path("."), help="where to write them (default: here)"
     )
     parser.add_argument(
-        "--lang", choices=LANGUAGES, default="c", help="the language of its code (default: c)"
+        "--lang",
+        choices=tuple(LANGUAGES),
+        default="c",
+        help="the language of its code (default: c)",
     )
 
 

@@ -1,0 +1,2 @@
+// A module beside the tool: bundled with it.
+export const shout = (text) => `${text.toUpperCase()}!`;
