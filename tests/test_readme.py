@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from toolcage.policies import load_config
 from toolcage.runtime import Runtime
 
@@ -89,6 +90,7 @@ class TestReadmeCommands:
             )
             assert done.returncode == 0, f"make {target}: {done.stderr}"
 
+    @pytest.mark.timeout(1800)  # first builds of the Python and JavaScript examples
     def test_every_command_line_example_runs(self, tmp_path: Path) -> None:
         (tmp_path / ".venv").symlink_to(sys.prefix)  # the README's paths are the checkout's
         (tmp_path / "workspace").mkdir()
@@ -101,7 +103,7 @@ class TestReadmeCommands:
                 cwd=tmp_path,
                 capture_output=True,
                 text=True,
-                timeout=60,
+                timeout=600,  # a first build of a component installs its compiler too
                 check=False,
             )
             assert done.returncode == 0, f"{command}\n{done.stdout}{done.stderr}"
