@@ -29,7 +29,7 @@ from toolcage.runtime.wasm import GuestLimits, WasmEngine, WasmToolRunner
 from toolcage.runtime.wasm._capi import GuestStore, define_raw_func
 from toolcage.runtime.wasm._control import STOP_MESSAGE, CallControl
 from toolcage.runtime.wasm._outcome import GuestRun, outcome
-from toolcage.runtime.wasm._runner import _result_document, _set_wasi
+from toolcage.runtime.wasm._runner import REPLY, _set_wasi, left_in_memory
 
 from .stats import summarise, us
 
@@ -148,13 +148,13 @@ def _bare_runner(engine: WasmEngine, mount: GrantedMount, times: dict[str, list[
             marks.append(clock())
             store.call(instance, b"_start")
             marks.append(clock())
-            document = _result_document(store, instance)
+            reply = left_in_memory(store, instance, REPLY)
             marks.append(clock())
             current_call.reset(token)
             call.release()
             store.close()
             marks.append(clock())
-            outcome(GuestRun("file_read", None, None, document=document), 10)
+            outcome(GuestRun("file_read", None, None, reply=reply), 10)
             marks.append(clock())
             for name, (start, end) in zip(PARTS, itertools.pairwise(marks), strict=True):
                 times[name].append(end - start)
