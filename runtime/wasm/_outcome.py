@@ -49,6 +49,8 @@ from ._output import CappedOutput
 
 _guest_log = logging.getLogger("toolcage.wasm")
 
+_DECODER = json.JSONDecoder()
+
 _ACTIONS = {a.value: a for a in ArtifactAction if a is not ArtifactAction.OMITTED}
 """The actions a guest may name."""
 
@@ -149,10 +151,13 @@ def _text_reply(tool: str, reply: bytes) -> ToolResult:
     text = reply[end:].decode("utf-8", errors="replace")
     if end == 16:  # just {"ok":true}
         return ToolResult.text(text)
-    try:
-        document = json.loads(reply[5:end])
-    except ValueError:
+    try:  # what json.loads does, less its checks of the bytes' encoding and whitespace
+        head = reply[5:end].decode("utf-8")
+        document, used = _DECODER.raw_decode(head)
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError alike
         document = None
+    else:
+        document = document if used == len(head) else None
     if not isinstance(document, dict) or document.get("ok") is not True:
         _guest_log.warning("%s: its reply is malformed: its document is no success", tool)
         return ToolResult.text(text)
