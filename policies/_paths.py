@@ -5,7 +5,8 @@ A guest names files by guest paths (``/workspace/src/a.c``, or ``src/a.c`` relat
 over the real host directories behind the granted mounts, exactly as path resolution in the
 kernel does:
 
-- each existing component is ``lstat``-ed; a symlink is replaced by its target *before*
+- each existing component is ``lstat``-ed (once: the last one's status also serves the
+  file-kind check below); a symlink is replaced by its target *before*
   the components after it are looked at, so ``link/..`` is the parent of the link's
   target, not the directory holding the link (purely textual normalisation gets this
   wrong);
@@ -79,12 +80,46 @@ def canonical_guest_path(path: str, mounts: tuple[GrantedMount, ...], need: Path
     return _Walk(path, mounts).resolve(need)
 
 
+class _Roots:
+    """What a walk needs of a set of mounts, worked out once per set: each mount with its
+    guest path's components, and its host directory as text."""
+
+    __slots__ = ("depth", "hosts", "roots")
+
+    def __init__(self, mounts: tuple[GrantedMount, ...]) -> None:
+        self.roots = [(m, _parts(m.guest)) for m in mounts]
+        self.depth = {m.guest: len(parts) for m, parts in self.roots}
+        self.hosts = {m.guest: os.fspath(m.host) for m in mounts}
+
+
+MAX_KNOWN_ROOTS = 1024
+"""Sets of mounts whose :class:`_Roots` are kept (the mount policy hands out the same
+tuples call after call; past this many the cache starts again)."""
+
+_known_roots: dict[tuple[GrantedMount, ...], _Roots] = {}
+"""Shared by every thread: a lookup that races a reset builds the same value again."""
+
+
+def _roots_of(mounts: tuple[GrantedMount, ...]) -> _Roots:
+    roots = _known_roots.get(mounts)
+    if roots is None:
+        if len(_known_roots) >= MAX_KNOWN_ROOTS:
+            _known_roots.clear()
+        roots = _known_roots[mounts] = _Roots(mounts)
+    return roots
+
+
 class _Walk:
     def __init__(self, path: str, mounts: tuple[GrantedMount, ...]) -> None:
         self.path = path
         self.mounts = mounts
-        self.roots = [(m, _parts(m.guest)) for m in mounts]
-        self.depth = {m.guest: len(parts) for m, parts in self.roots}
+        known = _roots_of(mounts)
+        self.roots = known.roots
+        self.depth = known.depth
+        self.hosts = known.hosts
+        self.last: os.stat_result | None = None
+        """The ``lstat`` of the walk's last component, when the walk ended on one it
+        looked at (not a symlink): the file-kind check needs no second look."""
 
     def fail(self, reason: str, *, malformed: bool = False) -> PathPolicyViolation:
         shown = self.path if len(self.path) <= 200 else self.path[:200] + "..."
@@ -94,8 +129,9 @@ class _Walk:
         path = self.path
         if "\x00" in path:
             raise self.fail("contains a NUL byte", malformed=True)
+        ascii = path.isascii()  # then characters are bytes: nothing to encode
         try:
-            size = len(path.encode("utf-8"))
+            size = len(path) if ascii else len(path.encode("utf-8"))
         except UnicodeEncodeError:
             raise self.fail("is not valid UTF-8", malformed=True) from None
         if not path:
@@ -105,14 +141,16 @@ class _Walk:
         if not path.startswith("/"):
             path = f"{WORKSPACE}/{path}"
         parts = path.split("/")
-        if any(len(part.encode("utf-8")) > MAX_NAME_BYTES for part in parts):
+        if size > MAX_NAME_BYTES and any(
+            len(part if ascii else part.encode("utf-8")) > MAX_NAME_BYTES for part in parts
+        ):
             raise self.fail(f"has a component longer than {MAX_NAME_BYTES} bytes", malformed=True)
         cur = self.walk(deque(parts), follow_last=need != "delete")
         mount = self.mount_of(cur)
         if mount is None:
             raise self.fail("is not inside a mount")
         canonical = "/" + "/".join(cur)
-        if len(canonical.encode("utf-8")) > MAX_PATH_BYTES:
+        if len(canonical) * 4 > MAX_PATH_BYTES and len(canonical.encode("utf-8")) > MAX_PATH_BYTES:
             raise self.fail(f"resolves to more than {MAX_PATH_BYTES} bytes")
         if need != "read":
             if not mount.writable:
@@ -132,6 +170,7 @@ class _Walk:
             name = pending.popleft()
             if name in ("", "."):
                 continue
+            self.last = None
             if name == "..":
                 if missing:
                     raise self.fail("uses '..' after a component that does not exist")
@@ -163,6 +202,7 @@ class _Walk:
                 raise self.fail(_unresolvable(exc)) from None
             if not stat.S_ISLNK(info.st_mode):
                 in_file = not stat.S_ISDIR(info.st_mode)
+                self.last = info
                 continue
             if not pending and not follow_last:
                 break  # the link itself is what the caller acts on
@@ -207,7 +247,8 @@ class _Walk:
 
     def host_of(self, mount: GrantedMount, cur: list[str]) -> str:
         inside = cur[self.depth[mount.guest] :]
-        return os.path.join(mount.host, *inside)
+        host = self.hosts[mount.guest]
+        return host + "/" + "/".join(inside) if inside else host
 
     def check_file_system(self, mount: GrantedMount, cur: list[str]) -> None:
         """Refuse a change in a directory on a read-only file system (the kernel's EROFS,
@@ -226,10 +267,12 @@ class _Walk:
             return
 
     def check_file_kind(self, mount: GrantedMount, cur: list[str], need: PathNeed) -> None:
-        try:
-            info = os.lstat(self.host_of(mount, cur))
-        except OSError:
-            return  # does not exist (yet): a create
+        info = self.last
+        if info is None:
+            try:
+                info = os.lstat(self.host_of(mount, cur))
+            except OSError:
+                return  # does not exist (yet): a create
         mode = info.st_mode
         if stat.S_ISDIR(mode):
             return

@@ -153,7 +153,10 @@ class GuestStore:
         context = self._context
         if start < 0 or size < 0 or start + size > ffi.wasmtime_memory_data_size(context, memory):
             return None
-        base = ctypes.cast(ffi.wasmtime_memory_data(context, memory), ctypes.c_void_p).value or 0
+        if not size:
+            return b""
+        # addressof(contents), not cast(..., c_void_p): the same address, one object fewer.
+        base = ctypes.addressof(ffi.wasmtime_memory_data(context, memory).contents)
         return ctypes.string_at(base + start, size)
 
     def memory_size(self, instance: Instance) -> int:

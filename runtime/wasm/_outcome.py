@@ -19,7 +19,12 @@ a :class:`GuestRun`) and the guest's own JSON result meet the error envelope:
   when it was cut at the output cap.
 
 The result document comes from the guest's linear memory when it left one there (the SDK
-does, see ``toolcage.h``), else from stdout.
+does, see ``toolcage.h``), else from stdout. The SDK leaves a *reply*: a success whose text
+is valid UTF-8 comes as ``t``, the byte length of a document holding the rest (4 bytes,
+little endian), that document (``{"ok":true}`` with ``details``, ``display`` and
+``artifacts``) and the text as it is, so the text is decoded, not unescaped from a JSON
+string; anything else as ``j`` and the result document. A module built with an earlier SDK
+leaves the document alone (``toolcage_result``), and is read as before.
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ from .._result import Artifact, ArtifactAction, TextContent, ToolResult
 from ._output import CappedOutput
 
 _guest_log = logging.getLogger("toolcage.wasm")
+
+_DECODER = json.JSONDecoder()
 
 _ACTIONS = {a.value: a for a in ArtifactAction if a is not ArtifactAction.OMITTED}
 """The actions a guest may name."""
@@ -70,7 +77,10 @@ class GuestRun:
     memory_limit: int = 0
     """The store's memory limit."""
     document: bytes | None = None
-    """The result document the guest left in its memory, when it used the SDK's channel."""
+    """The result document the guest left in its memory (a module of an earlier SDK)."""
+    reply: bytes | None = None
+    """The reply the guest left in its memory, when it used the SDK's channel (see the
+    module docstring)."""
 
     @property
     def failed(self) -> bool:
@@ -107,6 +117,11 @@ def outcome(run: GuestRun, timeout: float) -> ToolResult:
 
 
 def _result(run: GuestRun) -> ToolResult:
+    reply = run.reply
+    if reply is not None:
+        if reply[:1] == b"t":
+            return _text_reply(run.tool, reply)
+        run.document = reply[1:]
     stdout = run.stdout
     truncated = stdout is not None and stdout.truncated
     raw = run.document if run.document is not None else stdout.getvalue() if stdout else b""
@@ -127,6 +142,27 @@ def _result(run: GuestRun) -> ToolResult:
             return ToolResult.text(text if isinstance(text, str) else str(text))
         return _structured(run.tool, document)
     raise _guest_error(document)
+
+
+def _text_reply(tool: str, reply: bytes) -> ToolResult:
+    """The result of a text reply (see the module docstring)."""
+    end = 5 + int.from_bytes(reply[1:5], "little")
+    # The SDK sent valid UTF-8; a module that did not still gets its text through.
+    text = reply[end:].decode("utf-8", errors="replace")
+    if end == 16:  # just {"ok":true}
+        return ToolResult.text(text)
+    try:  # what json.loads does, less its checks of the bytes' encoding and whitespace
+        head = reply[5:end].decode("utf-8")
+        document, used = _DECODER.raw_decode(head)
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError alike
+        document = None
+    else:
+        document = document if used == len(head) else None
+    if not isinstance(document, dict) or document.get("ok") is not True:
+        _guest_log.warning("%s: its reply is malformed: its document is no success", tool)
+        return ToolResult.text(text)
+    document["text"] = text
+    return _structured(tool, document)
 
 
 def _structured(tool: str, document: dict[str, Any]) -> ToolResult:

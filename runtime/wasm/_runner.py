@@ -57,6 +57,15 @@ INLINE_BUDGET = 0.002
 """Seconds a guest started on the calling thread may run before it is moved to a guest
 thread (it is stopped at the first epoch tick past this, at most one tick later)."""
 
+REPLY = b"toolcage_reply"
+"""The export of a module built with the SDK that says where its reply is: a text reply
+(its text as it is, beside a small document of the rest) or a result document (see
+:func:`~._outcome.outcome`)."""
+
+RESULT_EXPORTS = (REPLY, b"toolcage_result")
+"""The exports a module may leave its result through, preferred first: ``toolcage_result``
+is the JSON result document of a module built with an earlier SDK."""
+
 CANCEL_WAIT = 1.0
 """Seconds a cancelled call waits for its guest to stop (it stops at the next tick unless
 it is inside a host call)."""
@@ -150,10 +159,11 @@ class WasmToolRunner:
                 engine = self.engine.engine
                 if module is None:
                     module = self.modules.get(self._shared.get(name, name))
+                exported = {e.name for e in module.exports}
                 prepared = _Prepared(
                     key,
                     link(name, engine, module, bindings),
-                    streams=not any(e.name == "toolcage_result" for e in module.exports),
+                    left=next((n for n in RESULT_EXPORTS if n.decode() in exported), None),
                 )
                 self._pres[key] = prepared
         return prepared
@@ -289,7 +299,7 @@ class WasmToolRunner:
         """Run the guest in the calling thread, which holds an instance slot."""
         name = prepared.key[0]
         stdout = stderr = None
-        if prepared.streams:
+        if prepared.left is None:
             stdout = CappedOutput(limits.output_bytes)
             stderr = CappedOutput(max(4096, limits.output_bytes // 16))
         run = GuestRun(name, stdout, stderr, memory_limit=limits.memory_bytes)
@@ -305,7 +315,7 @@ class WasmToolRunner:
             token = current_call.set(state)
         try:
             _set_wasi(store, name, arguments, mounts, stdout, stderr)
-            _run_guest(name, store, prepared.pre, run)
+            _run_guest(name, store, prepared, run)
         finally:
             run.stopped = control.reason if run.failed else None
             if token is not None:
@@ -325,11 +335,12 @@ class _Prepared:
     key: tuple[str, tuple[str, ...]]
     """The tool's name and the names of its granted bindings."""
     pre: wasmtime.InstancePre
-    streams: bool
-    """The module has no ``toolcage_result`` export: it reads its arguments from stdin (or
-    argv) and prints its result, so its stdio is connected. A module built with the SDK
-    reads argv and leaves its result in memory: its stdio goes nowhere, which spares the
-    Python callbacks wasmtime would make for every write and at the end of the run."""
+    left: bytes | None
+    """The export through which the module hands over what it left in memory (one of
+    :data:`RESULT_EXPORTS`); None when it has neither: then it reads its arguments from
+    stdin (or argv) and prints its result, so its stdio is connected. A module built with
+    the SDK reads argv and leaves its result in memory: its stdio goes nowhere, which spares
+    the Python callbacks wasmtime would make for every write and at the end of the run."""
 
 
 def _deadline(timeout: float) -> tuple[float, float]:
@@ -342,11 +353,11 @@ def _deadline(timeout: float) -> tuple[float, float]:
     return at, timeout
 
 
-def _run_guest(name: str, store: GuestStore, pre: wasmtime.InstancePre, run: GuestRun) -> None:
+def _run_guest(name: str, store: GuestStore, prepared: _Prepared, run: GuestRun) -> None:
     """Instantiate and run the guest in ``store``, noting in ``run`` how it ended."""
     instance = None
     try:
-        instance = store.instantiate(pre)
+        instance = store.instantiate(prepared.pre)
         try:
             started = store.call(instance, b"_start")
         except wasmtime.ExitTrap as exc:
@@ -356,16 +367,23 @@ def _run_guest(name: str, store: GuestStore, pre: wasmtime.InstancePre, run: Gue
             started = None
         if started is NOT_A_FUNCTION:
             raise UsageError(f"WASM tool {name} has no _start function (not a command)")
-        run.document = _result_document(store, instance)
+        left = prepared.left
+        if left is not None:
+            found = left_in_memory(store, instance, left)
+            if left == REPLY:
+                run.reply = found
+            else:
+                run.document = found
     except (wasmtime.WasmtimeError, wasmtime.Trap) as exc:
         run.failure = str(exc)  # plain text: the exception and its frames die here
         if instance is not None:
             run.memory_bytes = store.memory_size(instance)
 
 
-def _result_document(store: GuestStore, instance: Instance) -> bytes | None:
-    """The result the SDK left in linear memory (see toolcage.h), if the guest did that."""
-    packed = store.call(instance, b"toolcage_result", results=1)
+def left_in_memory(store: GuestStore, instance: Instance, export: bytes) -> bytes | None:
+    """What the guest left in linear memory, where its function ``export`` says (see
+    toolcage.h), if it did that."""
+    packed = store.call(instance, export, results=1)
     if not isinstance(packed, int) or packed == 0:
         return None
     return store.read_memory(instance, (packed >> 32) & 0xFFFFFFFF, packed & 0xFFFFFFFF)

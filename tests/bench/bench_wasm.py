@@ -4,11 +4,12 @@
 instance, the guest, its read through the ``fs`` binding) beside the same read in plain
 Python, through ``subprocess.run(["cat", f])`` and through a minimal bubblewrap sandbox
 (``bwrap --ro-bind / / --unshare-all --die-with-parent cat f``); the bare runner (no
-pipeline) and its parts show the split. The same reads are measured again with a process
-spawned before each (``subprocess.run(["true"])``, as a host that also runs commands does),
-beside a plain Python read measured the same way: a spawn leaves caches and TLBs cold for
-everyone, so the plain read is the machine's share of that slowdown. Sixteen tasks calling
-``file_read`` at once give the throughput.
+pipeline) and its parts show the split, and so do the path check and the tool's ``execute``
+called alone (what is left of the call is the pipeline's own). The same reads are measured
+again with a process spawned before each (``subprocess.run(["true"])``, as a host that also
+runs commands does), beside a plain Python read measured the same way: a spawn leaves caches
+and TLBs cold for everyone, so the plain read is the machine's share of that slowdown.
+Sixteen tasks calling ``file_read`` at once give the throughput.
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ from pathlib import Path
 import anyio
 from toolcage.host_bindings import CallState, FsBinding, current_call
 from toolcage.policies import GrantedMount
-from toolcage.runtime import Runtime
+from toolcage.runtime import Runtime, ToolExecutionContext
+from toolcage.runtime._path_check import PathCheck
 from toolcage.runtime.wasm import GuestLimits, WasmEngine, WasmToolRunner
 from toolcage.runtime.wasm._capi import GuestStore, define_raw_func
 from toolcage.runtime.wasm._control import STOP_MESSAGE, CallControl
 from toolcage.runtime.wasm._outcome import GuestRun, outcome
-from toolcage.runtime.wasm._runner import _result_document, _set_wasi
+from toolcage.runtime.wasm._runner import REPLY, _set_wasi, left_in_memory
 
 from .stats import summarise, us
 
@@ -59,7 +61,10 @@ async def _file_read(root: Path) -> dict[str, list[float]]:
     target.write_text(("0123456789abcdef" * 4 + "\n") * 63)  # 4,095 bytes
     clock = time.perf_counter
     names = ("pipeline", "runner", "python", "cat", "bwrap", "concurrent", "spawned pipeline")
-    times: dict[str, list[float]] = {name: [] for name in (*names, "spawned python", *PARTS)}
+    around = ("path check", "tool")
+    times: dict[str, list[float]] = {
+        name: [] for name in (*names, "spawned python", *PARTS, *around)
+    }
 
     def python_read() -> None:
         with open(target, encoding="utf-8") as f:  # a blocking read: the baseline
@@ -74,6 +79,18 @@ async def _file_read(root: Path) -> dict[str, list[float]]:
             result = await runtime.execute("file_read", args)
             times["pipeline"].append(clock() - started)
             assert not result.is_error, result.output_text
+        # The pipeline's split: its path check alone, and the tool's execute without the
+        # pipeline (what the runner does not do of it is WasmTool.execute's own work).
+        check = next(c for c in runtime.pipeline.checks if isinstance(c, PathCheck))
+        tool = runtime.pipeline.registry.get("file_read")
+        ctx = ToolExecutionContext()
+        for _ in range(READS):
+            started = clock()
+            checked = check.check(tool, args, ctx)
+            times["path check"].append(clock() - started)
+            started = clock()
+            await tool.execute(checked, ctx)
+            times["tool"].append(clock() - started)
         for _ in range(SPAWNED_READS):
             _spawn()
             started = clock()
@@ -148,13 +165,13 @@ def _bare_runner(engine: WasmEngine, mount: GrantedMount, times: dict[str, list[
             marks.append(clock())
             store.call(instance, b"_start")
             marks.append(clock())
-            document = _result_document(store, instance)
+            reply = left_in_memory(store, instance, REPLY)
             marks.append(clock())
             current_call.reset(token)
             call.release()
             store.close()
             marks.append(clock())
-            outcome(GuestRun("file_read", None, None, document=document), 10)
+            outcome(GuestRun("file_read", None, None, reply=reply), 10)
             marks.append(clock())
             for name, (start, end) in zip(PARTS, itertools.pairwise(marks), strict=True):
                 times[name].append(end - start)
@@ -184,6 +201,10 @@ def run() -> list[str]:
         f"  bare WasmToolRunner (store + instance + guest + fs read + result): "
         f"median {us(med['runner'])}; pipeline and tool around it: {us(p_med - med['runner'])}",
         f"  runner's steps: {split}",
+        f"  around the runner: path check {us(med['path check'])}, WasmTool.execute (its "
+        f"call state, arguments, the runner's async entry) {us(med['tool'] - med['runner'])}, "
+        f"the rest of the pipeline (lookup, validation, deadline, bounds) "
+        f"{us(p_med - med['tool'] - med['path check'])}",
         f"  plain Python read: median {us(med['python'])} "
         f"(pipeline = {p_med / med['python']:,.0f}x)",
         f"  subprocess cat: median {us(med['cat'])} (pipeline = {p_med / med['cat']:.2f}x of cat)",

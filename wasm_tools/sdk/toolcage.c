@@ -337,18 +337,49 @@ static void visible_line(tc_buf *into, const char *s, size_t n) {
     tc_buf_put(into, s + plain, n - plain);
 }
 
-/* Where the result document is left for the host (see tc_tool_main). */
-static const char *result_data;
-static size_t result_size;
+/* Where the reply is left for the host (see tc_tool_main). */
+static const char *reply_data;
+static size_t reply_size;
 /* The structured parts of a successful result: the details object without its closing
  * brace, the display line, the artifact array without its closing bracket. */
 static tc_buf details_json, display_line, artifacts_json;
 /* The argument a failure is about, if it names one. */
 static tc_buf error_field;
 
-/* (address << 32) | length of the result document, 0 when it went to stdout. */
-__attribute__((export_name("toolcage_result"))) uint64_t toolcage_result(void) {
-    return ((uint64_t)(uintptr_t)result_data << 32) | (uint64_t)result_size;
+/* (address << 32) | length of the reply, 0 when the result went to stdout. */
+__attribute__((export_name("toolcage_reply"))) uint64_t toolcage_reply(void) {
+    return ((uint64_t)(uintptr_t)reply_data << 32) | (uint64_t)reply_size;
+}
+
+/* Whether s[0, n) is valid UTF-8 (what tc_buf_json_string would copy unchanged). */
+static int valid_utf8(const char *s, size_t n) {
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = next_special(u, 0, n); i < n; i = next_special(u, i + 1, n)) {
+        unsigned cp;
+        if (u[i] < 0x80) continue; /* a control or a quote: fine as it is */
+        size_t len = utf8_seq(u + i, n - i, &cp);
+        if (!len) return 0;
+        i += len - 1;
+    }
+    return 1;
+}
+
+/* The members of a result document after its text (details, display, artifacts). */
+static void put_members(tc_buf *doc, const tc_buf *shown) {
+    if (details_json.len) {
+        tc_buf_puts(doc, ",\"details\":");
+        tc_buf_put(doc, details_json.data, details_json.len);
+        tc_buf_putc(doc, '}');
+    }
+    if (shown->len) {
+        tc_buf_puts(doc, ",\"display\":");
+        tc_buf_json_string(doc, shown->data, shown->len);
+    }
+    if (artifacts_json.len) {
+        tc_buf_puts(doc, ",\"artifacts\":");
+        tc_buf_put(doc, artifacts_json.data, artifacts_json.len);
+        tc_buf_putc(doc, ']');
+    }
 }
 
 int tc_tool_main(tc_tool_fn run) {
@@ -363,6 +394,21 @@ int tc_tool_main(tc_tool_fn run) {
                   2 * error_field.len;
     doc.data = malloc(room);
     doc.cap = doc.data ? room : 0;
+    if (from_host && !error_type && valid_utf8(out.data, out.len)) {
+        /* A text reply: 't', the length of the document without its text (4 bytes, little
+         * endian), that document, then the text as it is -- the host takes it without
+         * unescaping a JSON string. */
+        tc_buf_put(&doc, "t\0\0\0\0{\"ok\":true", 15);
+        put_members(&doc, &shown);
+        tc_buf_putc(&doc, '}');
+        size_t head = doc.len - 5;
+        for (int i = 0; i < 4; i++) doc.data[1 + i] = (char)((head >> (8 * i)) & 0xFF);
+        tc_buf_put(&doc, out.data, out.len);
+        reply_data = doc.data;
+        reply_size = doc.len;
+        return 0;
+    }
+    if (from_host) tc_buf_putc(&doc, 'j'); /* a JSON reply: the result document follows */
     if (error_type) {
         tc_buf_puts(&doc, "{\"ok\":false,\"error_type\":");
         tc_buf_json_string(&doc, error_type, strlen(error_type));
@@ -375,27 +421,14 @@ int tc_tool_main(tc_tool_fn run) {
         tc_buf_puts(&doc, ",\"field\":");
         tc_buf_json_string(&doc, error_field.data, error_field.len);
     }
-    if (!error_type && details_json.len) {
-        tc_buf_puts(&doc, ",\"details\":");
-        tc_buf_put(&doc, details_json.data, details_json.len);
-        tc_buf_putc(&doc, '}');
-    }
-    if (shown.len) {
-        tc_buf_puts(&doc, ",\"display\":");
-        tc_buf_json_string(&doc, shown.data, shown.len);
-    }
-    if (!error_type && artifacts_json.len) {
-        tc_buf_puts(&doc, ",\"artifacts\":");
-        tc_buf_put(&doc, artifacts_json.data, artifacts_json.len);
-        tc_buf_putc(&doc, ']');
-    }
+    if (!error_type) put_members(&doc, &shown);
     tc_buf_puts(&doc, "}\n");
     if (from_host) {
-        /* The toolcage host (which passes argv[1]) reads the result out of linear memory
-         * through toolcage_result(): a write to stdout would cost a trip through its I/O
+        /* The toolcage host (which passes argv[1]) reads the reply out of linear memory
+         * through toolcage_reply(): a write to stdout would cost a trip through its I/O
          * threads. */
-        result_data = doc.data;
-        result_size = doc.len;
+        reply_data = doc.data;
+        reply_size = doc.len;
         return 0;
     }
     /* One write, past stdio's buffer. */

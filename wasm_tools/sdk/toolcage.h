@@ -45,8 +45,10 @@ int tc_json_bool(const char *value, int *out);              /* 1 if true/false *
  * Tool entry: reads the arguments (a JSON object) from argv[1], or from stdin when there is
  * no argv[1], calls `run`, and produces {"ok":true,"text":...} or
  * {"ok":false,"error_type":...,"message":...}: on stdout when the arguments came from stdin,
- * else left in linear memory for the host, which fetches it through the exported
- * `toolcage_result` function.
+ * else left in linear memory for the host, which finds it through the exported
+ * `toolcage_reply` function -- a success whose text is valid UTF-8 as "t", the length of the
+ * document without its text (u32, little endian), that document and the text unescaped;
+ * anything else as "j" and the document.
  * `run` fills `out` and returns NULL, or returns an error_type and puts the message in `out`.
  */
 typedef const char *(*tc_tool_fn)(const char *args, tc_buf *out);

@@ -115,3 +115,49 @@ async def read_all(runtime: Runtime, handle: str) -> str:
         offset = page.details["next_offset"]
         if page.details["eof"]:
             return data
+
+
+def guest_config(tmp_path: Path, name: str) -> Path:
+    """A config whose guest tool ``name`` is ``document_guest/NAME.c``, built without the SDK."""
+    [built] = build_cached([SOURCE.parent / f"{name}.c"])
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    shutil.copy(built, tools / f"{name}.wasm")
+    (tools / f"{name}.json").write_text(json.dumps({**DECLARATION, "name": name}))
+    path = tmp_path / "toolcage.toml"
+    path.write_text('[guest_tools]\ndirs = ["tools"]\n')
+    return path
+
+
+class TestEarlierSdk:
+    """A module built with an earlier SDK leaves a JSON result document (``toolcage_result``)."""
+
+    async def test_its_success_document_is_read(self, tmp_path: Path) -> None:
+        async with Runtime.from_config(guest_config(tmp_path, "earlier_sdk")) as runtime:
+            result = await runtime.execute("earlier_sdk", {"shape": "ok"})
+        assert not result.is_error, result.output_text
+        assert result.output_text == 'line "one"\nline two \u00e9'
+        assert (result.details, result.display) == ({"n": 1}, "Shown")
+
+    async def test_its_error_document_is_the_error(self, tmp_path: Path) -> None:
+        async with Runtime.from_config(guest_config(tmp_path, "earlier_sdk")) as runtime:
+            result = await runtime.execute("earlier_sdk", {"shape": "fail"})
+        assert result.error is not None
+        assert (result.error.kind.value, result.error.message) == ("validation_error", 'no "x"')
+        assert result.error.field == "shape"
+
+
+class TestLyingReply:
+    """A text reply whose parts do not fit still answers, with a warning naming the tool."""
+
+    @pytest.mark.parametrize(("shape", "text"), [("long", ""), ("list", "text")])
+    async def test_answers_its_text_and_warns(
+        self, tmp_path: Path, caplog: pytest.LogCaptureFixture, shape: str, text: str
+    ) -> None:
+        with caplog.at_level(logging.WARNING, logger="toolcage.wasm"):
+            async with Runtime.from_config(guest_config(tmp_path, "lying_reply")) as runtime:
+                result = await runtime.execute("lying_reply", {"shape": shape})
+        assert not result.is_error, result.output_text
+        assert (result.output_text, result.details) == (text, None)
+        [warning] = [r.getMessage() for r in caplog.records if r.name == "toolcage.wasm"]
+        assert warning == "lying_reply: its reply is malformed: its document is no success"
