@@ -28,9 +28,9 @@ sixteen callers never wait for a parked spare. While it is made a spare is a gue
 engine prepared ahead (close stops and awaits it, as a running one, but it is no call's);
 once made it is *parked* (:meth:`~._engine.WasmEngine.park`): close drops it first.
 
-Made after a call, a spare is ready for a call that comes later; a call that comes at once
-waits (at most :data:`TAKE_WAIT`) for the one being made, and :data:`PER_KEY` spares per
-key keep one ready for calls back to back.
+Made after a call, a spare is ready for a call that comes later; a call that comes at once,
+while no other call runs, waits (at most :data:`TAKE_WAIT`) for the one being made, and
+:data:`PER_KEY` spares per key keep one ready for calls back to back.
 """
 
 from __future__ import annotations
@@ -144,7 +144,8 @@ class Spares:
     def take(self, key: SpareKey) -> Prepared | None:
         """The spare of ``key`` for a call to run once, or None (the call makes its own)."""
         with self._changed:
-            if key in self._making and not self._has(key):
+            # Only a call running alone waits: calls at once would queue behind one thread.
+            if key in self._making and not self._has(key) and self.engine.running() <= 1:
                 self._changed.wait_for(lambda: self._has(key) or key not in self._making, TAKE_WAIT)
             spare = self._pop(key)
         if spare is None or not self.engine.unpark(spare):
