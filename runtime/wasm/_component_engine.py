@@ -18,7 +18,8 @@ Three sizes must agree, and two wrong pairings are fatal to the *host*:
 
 Pool: :data:`INSTANCES` component instances at once (each a slot of the pooling allocator,
 its memories reserved up front as address space; a call beyond that waits in its thread
-for a slot), each of at most :data:`PER_COMPONENT` core instances, memories and tables
+for a slot) and :data:`SPARES` more for instances prepared ahead, each of at most
+:data:`PER_COMPONENT` core instances, memories and tables
 (componentize-py's CPython needs 9-16 core instances, one memory, two tables; the rest is
 margin for an operator's build).
 """
@@ -38,6 +39,8 @@ THREAD_STACK = 96 << 20
 """Native stack of each thread component guests run on."""
 INSTANCES = 16
 """Component instances alive at once: concurrent ``python_exec`` calls beyond this wait."""
+SPARES = 2
+"""Instances prepared ahead of calls (:mod:`._spares`) at once, in pool slots of their own."""
 PER_COMPONENT = (24, 2, 4)
 """Core instances, memories and tables one component instance may hold."""
 
@@ -78,7 +81,7 @@ def component_config(
     config.max_wasm_stack = max_wasm_stack
     use_pooling_allocator(
         config,
-        instances=INSTANCES,
+        instances=INSTANCES + SPARES,
         max_memory_bytes=max_memory_bytes,
         per_component=PER_COMPONENT,
     )

@@ -15,6 +15,11 @@ functions) and closes the store, however the call ended. What the run left is pl
 (:class:`ComponentRun`): the lifted result and the :class:`~._outcome.GuestRun` that
 :func:`~._outcome.outcome` maps onto the error envelope.
 
+Instantiating is half the cost of a short call, so it is done ahead: after a call of a
+principal's, the next fresh instance for the same component, mounts, limits and bindings is
+made and parked (:mod:`._spares`), and that principal's next such call runs in it -- once,
+as in an instance of its own; a call finding none makes its own.
+
 Where it runs: always on the component engine's own guest threads, whose deep native
 stacks the guest's wasm stack needs (:mod:`._component_engine`); never on the event loop's
 thread. At most :data:`~._component_engine.INSTANCES` calls of an engine run at once; the
@@ -29,7 +34,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +42,7 @@ from typing import Any
 import anyio
 import wasmtime
 from toolcage.host_bindings import CallState, HostBinding, current_call
-from toolcage.policies import GrantedMount
+from toolcage.policies import GrantedMount, Principal
 from wasmtime.component import Component, Linker
 
 from .._deadline import claim_deadline
@@ -51,6 +56,7 @@ from ._engine import EngineClosedError, WasmEngine
 from ._outcome import GuestRun
 from ._output import CappedOutput
 from ._runner import CANCEL_WAIT, GuestLimits
+from ._spares import Prepared, SpareKey, Spares, directories
 
 
 @dataclass(slots=True)
@@ -79,8 +85,14 @@ class ComponentRunner:
             run = await runner.run("python_exec", path, "run", ["print(1)"], mounts, limits)
     """
 
-    def __init__(self, engine: WasmEngine, components: ComponentCache | None = None) -> None:
+    def __init__(
+        self, engine: WasmEngine, components: ComponentCache | None = None, *, ahead: bool = True
+    ) -> None:
         self.engine = engine
+        self.ahead = ahead
+        """Whether calls run in instances prepared ahead (:attr:`spares`)."""
+        self.spares = Spares(engine, thread_stack=engine.profile.thread_stack)
+        """The instances prepared ahead (:mod:`._spares`)."""
         self._components = components
         self._linkers: dict[tuple[str, ...], Linker] = {}
         self._lock = threading.Lock()
@@ -141,9 +153,11 @@ class ComponentRunner:
         *,
         bindings: Sequence[HostBinding] = (),
         state: CallState | None = None,
+        owner: Principal | None = None,
     ) -> ComponentRun:
         """Call ``export`` of the component in ``path`` once, in a fresh instance linked
-        with ``bindings``, whose host functions see ``state``."""
+        with ``bindings``, whose host functions see ``state``; ``owner`` (the principal,
+        else the state's) keys the instance prepared ahead for its next call."""
         component = await self.prepare(name, path)
         at = time.monotonic() + limits.timeout
         deadline = claim_deadline()
@@ -156,14 +170,25 @@ class ComponentRunner:
         except EngineClosedError:
             raise ToolCancelledError(f"Tool {name} was cancelled: the runtime is closed") from None
         done = threading.Event()
+        if owner is None and state is not None:
+            owner = state.principal
+        key = SpareKey(
+            str(path), export, name, tuple(mounts), limits.memory_bytes, limits.output_bytes,
+            tuple(binding.name for binding in bindings), "" if owner is None else owner.key(),
+        )  # fmt: skip
+        spares = self.spares if self.ahead and owner is not None else None
+
+        def make(making: CallControl) -> Prepared:
+            return self._instantiate(engine, name, component, export, mounts, limits, making,
+                                     bindings)  # fmt: skip
 
         def work() -> ComponentRun:
             try:
                 with self.engine.slot():
+                    spare = None if spares is None else spares.take(key)
                     return self._run_sync(
-                        engine, name, component, export, arguments, mounts, limits, control,
-                        bindings, state,
-                    )  # fmt: skip
+                        name, export, arguments, limits, control, make, spare, state
+                    )
             finally:
                 self.engine.leave(control)
                 done.set()
@@ -175,38 +200,32 @@ class ComponentRunner:
             with anyio.CancelScope(shield=True):
                 await run_in_worker(lambda: done.wait(CANCEL_WAIT))
             raise
+        if spares is not None:
+            spares.want(key, make, limits.timeout)
         run.timeout = timeout
         return run
 
-    def _run_sync(
+    def _instantiate(
         self,
         engine: wasmtime.Engine,
         name: str,
         component: Component,
         export: str,
-        arguments: Sequence[Any],
         mounts: Sequence[GrantedMount],
         limits: GuestLimits,
         control: CallControl,
-        bindings: Sequence[HostBinding] = (),
-        state: CallState | None = None,
-    ) -> ComponentRun:
-        """Run the call in this (guest) thread, which holds an instance slot."""
+        bindings: Sequence[HostBinding],
+    ) -> Prepared:
+        """A fresh store and instance of ``component``, ready to call ``export`` once."""
+        dirs = directories(mounts)  # before the preopens (see _spares)
+        store = wasmtime.Store(engine)
         stdout = CappedOutput(limits.output_bytes)
         stderr = CappedOutput(limits.output_bytes)
-        guest = GuestRun(name, stdout, stderr, memory_limit=limits.memory_bytes)
-        run = ComponentRun(guest, stdout, stderr)
-        if control.should_stop():  # stopped while it waited for a slot
-            run.guest.failure, run.guest.stopped = "stopped before it started", control.reason
-            return run
-        store = wasmtime.Store(engine)
-        token = None
-        if state is not None:
-            state.landing.attach(control.landed)
-            token = current_call.set(state)
+        prepared = Prepared(store, None, stdout, stderr, control, dirs)
         try:
             store.set_limits(memory_size=limits.memory_bytes)
-            stop_at_deadlines(store, control.should_stop, STOP_MESSAGE)
+            # The callback asks whoever holds the instance: the call that takes it.
+            stop_at_deadlines(store, prepared.should_stop, STOP_MESSAGE)
             wasi = wasmtime.WasiConfig()
             wasi.argv = [name]  # and no environment: none is inherited or set
             wasi.stdout_custom = stdout.write
@@ -215,11 +234,48 @@ class ComponentRunner:
                 wasi.preopen_dir(str(mount.host), mount.guest, fs_mutable=mount.writable)
             store.set_wasi(wasi)
             instance = self._linker_of(engine, bindings).instantiate(store, component)
-            func = instance.get_func(store, export)
-            if func is None:
+            prepared.func = instance.get_func(store, export)
+        except BaseException:
+            store.close()
+            raise
+        return prepared
+
+    def _run_sync(
+        self,
+        name: str,
+        export: str,
+        arguments: Sequence[Any],
+        limits: GuestLimits,
+        control: CallControl,
+        make: Callable[[CallControl], Prepared],
+        spare: Prepared | None,
+        state: CallState | None,
+    ) -> ComponentRun:
+        """Run the call in this (guest) thread, which holds an instance slot: in ``spare``,
+        else in an instance it makes now."""
+        if control.should_stop():  # stopped while it waited for a slot
+            if spare is not None:
+                spare.drop()
+            run = _blank(name, limits)
+            run.guest.failure, run.guest.stopped = "stopped before it started", control.reason
+            return run
+        token = None
+        if state is not None:
+            state.landing.attach(control.landed)
+            token = current_call.set(state)
+        prepared = spare
+        run = _blank(name, limits)  # until there is an instance, with its outputs
+        try:
+            if prepared is None:
+                prepared = make(control)
+            prepared.control = control  # the epoch deadline is the call's, from now
+            stdout, stderr = prepared.stdout, prepared.stderr
+            guest = GuestRun(name, stdout, stderr, memory_limit=limits.memory_bytes)
+            run = ComponentRun(guest, stdout, stderr)
+            if prepared.func is None:
                 run.guest.failure = f"the component exports no function {export!r}"
                 return run
-            run.result = func(store, *arguments)
+            run.result = prepared.func(prepared.store, *arguments)
         except (wasmtime.WasmtimeError, wasmtime.Trap) as exc:
             run.guest.failure = str(exc)  # plain text: the exception and its frames die here
         except TypeError as exc:  # an operator's build whose export takes other arguments
@@ -231,11 +287,13 @@ class ComponentRunner:
             if state is not None:
                 state.release()  # what host functions opened for the call
             # The store (its memories, descriptors and pool slot) goes now.
-            store.close()
+            if prepared is not None:
+                prepared.drop()
         return run
 
     def _release(self) -> None:
-        """Free the linkers and the compiled components (the engine is being released)."""
+        """Free the spares, linkers and compiled components (the engine is being released)."""
+        self.spares.close()
         with self._lock:
             linkers, self._linkers = list(self._linkers.values()), {}
             components = self._components
@@ -243,3 +301,10 @@ class ComponentRunner:
             linker.close()
         if components is not None:
             components.close()
+
+
+def _blank(name: str, limits: GuestLimits) -> ComponentRun:
+    """The run of a call that got no instance (its outputs stay empty)."""
+    stdout, stderr = CappedOutput(limits.output_bytes), CappedOutput(limits.output_bytes)
+    return ComponentRun(GuestRun(name, stdout, stderr, memory_limit=limits.memory_bytes),
+                        stdout, stderr)  # fmt: skip

@@ -15,6 +15,12 @@ running guest is stopped (at the next tick), close waits for them (at most
 reservation. A guest that does not stop in time (it is blocked in a host call, where epochs
 do not reach) delays the release until it ends; it never blocks the caller longer.
 
+Besides running guests an engine counts *parked* ones: instances prepared ahead of a call
+(:mod:`._spares`) that hold a store and a pool slot but run nothing. They are not running
+(:meth:`WasmEngine.running` leaves them out, and close does not wait for them): close drops
+them first, and whoever takes one back with :meth:`WasmEngine.unpark` owns it only if close
+has not dropped it already.
+
 What an engine runs is its :class:`EngineProfile`: :data:`MODULES` (the WASI guest modules)
 or :data:`~._component_engine.COMPONENTS` (WebAssembly components: ``python_exec``). A
 runtime that uses both has one engine of each, made and released alike.
@@ -36,6 +42,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Protocol
 
 import wasmtime
 
@@ -59,6 +66,13 @@ EXIT_GRACE = 2.0
 
 class EngineClosedError(RuntimeError):
     """The engine was closed: it runs no more guests."""
+
+
+class Parked(Protocol):
+    """An instance prepared ahead of its call, held by the engine until taken or dropped."""
+
+    def drop(self) -> None:
+        """Free it (its store and pool slot) without running it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +143,8 @@ class WasmEngine:
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._running: set[CallControl] = set()
+        self._parked: set[Parked] = set()
+        self._ahead: set[CallControl] = set()
         self._releases: list[Callable[[], None]] = []
         self._closing = False
         self._released = False
@@ -165,16 +181,20 @@ class WasmEngine:
         with self._lock:
             self._releases.append(release)
 
-    def enter(self, control: CallControl) -> wasmtime.Engine:
+    def enter(self, control: CallControl, *, ahead: bool = False) -> wasmtime.Engine:
         """Count a guest run as started (and the clock as needed); refused once closed.
 
-        Returns the engine to run it in, which stays valid until :meth:`leave`.
+        ``ahead``: it prepares an instance to park, which close waits for like any run but
+        :meth:`running` leaves out (it is no call's). Returns the engine to run it in, which
+        stays valid until :meth:`leave`.
         """
         with self._lock:
             engine = self._engine
             if self._closing or engine is None:
                 raise EngineClosedError("the WASM engine is closed")
             self._running.add(control)
+            if ahead:
+                self._ahead.add(control)
             if self._ticker is None:
                 self._ticker = threading.Thread(
                     target=self._tick, args=(engine,), name="toolcage-epoch", daemon=True
@@ -200,6 +220,7 @@ class WasmEngine:
         """Count a guest run as ended (its store closed); the last one may release the engine."""
         with self._lock:
             self._running.discard(control)
+            self._ahead.discard(control)
             if self._running:
                 return
             self._idle.notify_all()
@@ -209,8 +230,29 @@ class WasmEngine:
             self._release()
 
     def running(self) -> int:
-        """How many guests are running now."""
-        return len(self._running)
+        """How many guests of calls are running now (not those prepared ahead or parked)."""
+        with self._lock:
+            return len(self._running) - len(self._ahead)
+
+    def park(self, spare: Parked) -> bool:
+        """Hold ``spare`` until :meth:`unpark` or close; refused (False) once closing."""
+        with self._lock:
+            if self._closing:
+                return False
+            self._parked.add(spare)
+            return True
+
+    def unpark(self, spare: Parked) -> bool:
+        """Take ``spare`` back to run or drop it; False if close dropped it already."""
+        with self._lock:
+            if spare not in self._parked:
+                return False
+            self._parked.discard(spare)
+            return True
+
+    def parked(self) -> int:
+        """How many instances are parked now."""
+        return len(self._parked)
 
     def _tick(self, engine: wasmtime.Engine) -> None:
         while not self._stop.wait(TICK):
@@ -219,11 +261,15 @@ class WasmEngine:
     def close(self, grace: float = CLOSE_GRACE) -> bool:
         """Stop the running guests, wait for them, release the engine; whether all stopped.
 
-        Idempotent. Guests still running after ``grace`` seconds release the engine when the
-        last of them ends.
+        Idempotent. Parked instances are dropped first. Guests still running after ``grace``
+        seconds release the engine when the last of them ends.
         """
         with self._lock:
             self._closing = True
+            # Under the lock: a guest leaving now must not free the engine before these go.
+            parked, self._parked = list(self._parked), set()
+            for spare in parked:
+                spare.drop()
             for control in self._running:
                 control.stop("closed")
             stopped = self._idle.wait_for(lambda: not self._running, grace)

@@ -113,7 +113,9 @@ class PythonExecTool:
             mounts = tuple(replace(m, writable=False) if m.writable else m for m in mounts)
         path = self.component if self.component is not None else bundled_component()
         code = str(args["code"])
-        run = await self.runner.run(NAME, path, "run", [code], mounts, self.limits)
+        run = await self.runner.run(
+            NAME, path, "run", [code], mounts, self.limits, owner=ctx.principal
+        )
         guest = run.guest
         if guest.failed:
             outcome(guest, run.timeout)  # raises the error of how the guest ended

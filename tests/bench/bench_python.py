@@ -10,6 +10,10 @@ compatibility corpus, ``tests/runtime/python_exec/corpus.py``), each run by:
 * ``python3 -c`` in a minimal bubblewrap sandbox (``/usr`` read-only, every namespace
   unshared, an empty environment): a fresh native CPython per call.
 
+``python_exec`` is measured once more with and without instances prepared ahead (the
+runner's spares), in alternating blocks of calls: back to back, and with 10 ms between calls
+(a host that does something between calls leaves the spare time to be made).
+
 Beside them, an operator's tool written in Python (the ``toolcage new-tool --lang python``
 scaffold, built with ``--python-tool``, taken from the build cache after the first time)
 called through ``Runtime.execute``: one ``fs`` read of a mounted file per call.
@@ -155,6 +159,36 @@ async def _corpus(run: Run, root: Path) -> list[str]:
     return failed
 
 
+SPARES_BLOCK, SPARES_BLOCKS, GAP = 20, 10, 0.01
+
+
+async def _spares(runtime: Runtime, tool: PythonExec, workspace: Path) -> list[str]:
+    """print(1) with spares off and on, in alternating blocks (first call of each dropped)."""
+    runner = getattr(runtime.registry.get(PYTHON_EXEC), "runner", None)
+    if runner is None:
+        return []
+    lines = []
+    for gap in (0.0, GAP):
+        found: dict[bool, list[float]] = {False: [], True: []}
+        for block in range(2 * SPARES_BLOCKS):
+            runner.ahead = ahead = bool(block % 2)
+            for index in range(SPARES_BLOCK):
+                await anyio.sleep(gap)
+                started = time.perf_counter()
+                await tool(BENCHED["print"], workspace)
+                if index:
+                    found[ahead].append(time.perf_counter() - started)
+        runner.ahead = True
+        for ahead in (False, True):
+            p50, p99 = summarise(found[ahead])
+            lines.append(
+                f"  {PYTHON_EXEC}, spares {'on ' if ahead else 'off'}, "
+                f"{'back to back' if not gap else f'{gap * 1000:.0f} ms apart'}: "
+                f"p50 {ms(p50)}, p99 {ms(p99)}"
+            )
+    return lines
+
+
 async def _concurrent(tool: PythonExec, workspace: Path) -> str:
     snippet = BENCHED["csv_json_statistics_datetime"]
     latencies: list[float] = []
@@ -207,6 +241,8 @@ async def _measure(root: Path) -> list[str]:
             found = await _latencies(snippet, runners, workspace)
             lines += [_line(name, samples) for name, samples in found.items()]
         if not tool.unavailable:
+            lines.append("print (python_exec's instances prepared ahead):")
+            lines += await _spares(runtime, tool, workspace)
             lines.append(await _concurrent(tool, workspace))
         lines.append(
             f"the corpus, {len(ENDING_NORMALLY)} snippets that end normally"
