@@ -81,17 +81,9 @@ class WorkerPool:
         return await future
 
     def _start(self) -> None:
-        thread = threading.Thread(target=self._work, name=self.name, daemon=True)
-        if self._stack_size is None:
-            thread.start()
-            return
-        # The size is process-wide and read when a thread starts: set it for this start only.
-        with _stack_size_lock:
-            previous = threading.stack_size(self._stack_size)
-            try:
-                thread.start()
-            finally:
-                threading.stack_size(previous)
+        start_with_stack(
+            threading.Thread(target=self._work, name=self.name, daemon=True), self._stack_size
+        )
 
     def close(self) -> None:
         """Have idle workers end now, and busy ones once the queue is empty."""
@@ -166,3 +158,19 @@ _workers = WorkerPool("toolcage-worker")
 async def run_in_worker(func: Callable[[], T]) -> T:
     """Run ``func()`` on a daemon worker thread of the shared pool; see :meth:`WorkerPool.run`."""
     return await _workers.run(func)
+
+
+def start_with_stack(thread: threading.Thread, stack_size: int | None) -> None:
+    """Start ``thread`` with a native stack of ``stack_size`` bytes (``None``: the default).
+
+    The size is process-wide and read when a thread starts: it is set for this start only,
+    under a lock, so threads started elsewhere at the same time keep theirs."""
+    if stack_size is None:
+        thread.start()
+        return
+    with _stack_size_lock:
+        previous = threading.stack_size(stack_size)
+        try:
+            thread.start()
+        finally:
+            threading.stack_size(previous)

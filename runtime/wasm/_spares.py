@@ -46,7 +46,7 @@ import wasmtime
 from toolcage.policies import GrantedMount
 from wasmtime.component import Func
 
-from .._threads import _stack_size_lock
+from .._threads import start_with_stack
 from ._component_engine import SPARES
 from ._control import CallControl
 from ._engine import EngineClosedError, WasmEngine
@@ -203,12 +203,7 @@ class Spares:
     def _start(self) -> threading.Thread:
         thread = threading.Thread(target=self._work, name="toolcage-component-spare", daemon=True)
         # A component may run wasm while it is instantiated: the guest threads' deep stack.
-        with _stack_size_lock:
-            previous = threading.stack_size(self._thread_stack or 0)
-            try:
-                thread.start()
-            finally:
-                threading.stack_size(previous)
+        start_with_stack(thread, self._thread_stack)
         return thread
 
     def _work(self) -> None:
