@@ -39,10 +39,10 @@ import threading
 import time
 import warnings
 import weakref
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol
 
 import wasmtime
 
@@ -68,9 +68,10 @@ class EngineClosedError(RuntimeError):
     """The engine was closed: it runs no more guests."""
 
 
-class Parked(Protocol):
+class Parked(ABC):
     """An instance prepared ahead of its call, held by the engine until taken or dropped."""
 
+    @abstractmethod
     def drop(self) -> None:
         """Free it (its store and pool slot) without running it."""
 

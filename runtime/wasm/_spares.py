@@ -49,7 +49,7 @@ from wasmtime.component import Func
 from .._threads import start_with_stack
 from ._component_engine import SPARES
 from ._control import CallControl
-from ._engine import EngineClosedError, WasmEngine
+from ._engine import EngineClosedError, Parked, WasmEngine
 from ._output import CappedOutput
 
 PER_KEY = 2
@@ -86,7 +86,7 @@ def directories(mounts: Sequence[GrantedMount]) -> tuple[tuple[int, int], ...] |
     return tuple((st.st_dev, st.st_ino) for st in found)
 
 
-class Prepared:
+class Prepared(Parked):
     """A store with an instantiated component, whose export has not run."""
 
     def __init__(

@@ -17,7 +17,7 @@ from toolcage.runtime import Runtime, ToolExecutionContext
 from toolcage.runtime.wasm import _spares
 from toolcage.runtime.wasm._component_engine import SPARES
 from toolcage.runtime.wasm._component_runner import ComponentRunner
-from toolcage.runtime.wasm._engine import WasmEngine
+from toolcage.runtime.wasm._engine import Parked, WasmEngine
 from toolcage.runtime.wasm._python_exec import PythonExecTool
 from toolcage.runtime.wasm._spares import Prepared, SpareKey, Spares
 
@@ -177,7 +177,7 @@ class TestEngineParking:
     def test_whoever_removes_a_parked_spare_owns_it(self) -> None:
         dropped: list[str] = []
 
-        class Spare:
+        class Spare(Parked):
             def __init__(self, name: str) -> None:
                 self.name = name
 
