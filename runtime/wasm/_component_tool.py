@@ -32,18 +32,18 @@ from toolcage.policies import MountError, MountPolicy, SessionKind
 from .._errors import PermissionDeniedError, ToolExecutionError
 from .._observe import current_trace
 from .._result import ToolResult
-from .._tool import FunctionDecl, SafetyTier, ToolExecutionContext
+from .._tool import ToolExecutionContext
 from ._component_runner import ComponentRunner
 from ._outcome import outcome
 from ._python_exec import bounded
 from ._runner import GuestLimits
-from ._tool import PathMode, WasmToolSpec, _deadline, _log_line, _progress
+from ._tool import DeclaredTool, WasmToolSpec, _deadline, _log_line, _progress
 
 STDERR_LOGGED = 4096
 """Bytes of a failed call's stderr (the tool's traceback) logged on ``toolcage.wasm``."""
 
 
-class ComponentTool:
+class ComponentTool(DeclaredTool):
     """An operator's component tool (see the module docstring)."""
 
     def __init__(
@@ -67,29 +67,6 @@ class ComponentTool:
         self.limits = limits
         self._worker_bindings = for_worker(self.bindings)
         self._preopens = "mounts" in spec.needs
-
-    @property
-    def name(self) -> str:
-        return self.spec.decl.name
-
-    @property
-    def timeout(self) -> float:
-        return self.limits.timeout
-
-    @property
-    def safety_tier(self) -> SafetyTier:
-        return self.spec.safety_tier
-
-    @property
-    def path_arguments(self) -> Mapping[str, PathMode]:
-        return self.spec.path_arguments
-
-    @property
-    def needs(self) -> tuple[str, ...]:
-        return self.spec.needs
-
-    def schema(self) -> FunctionDecl:
-        return self.spec.decl
 
     async def execute(self, args: Mapping[str, Any], ctx: ToolExecutionContext) -> ToolResult:
         """Run the component once with the arguments' JSON."""

@@ -147,7 +147,38 @@ def discover_specs() -> list[WasmToolSpec]:
     return sorted(specs, key=lambda s: s.decl.name)
 
 
-class WasmTool:
+class DeclaredTool:
+    """What a guest tool reads from its declaration and limits, for the pipeline and
+    listings: the C guests' :class:`WasmTool` and the components' tool share it."""
+
+    spec: WasmToolSpec
+    limits: GuestLimits
+
+    @property
+    def name(self) -> str:
+        return self.spec.decl.name
+
+    @property
+    def timeout(self) -> float:
+        return self.limits.timeout
+
+    @property
+    def safety_tier(self) -> SafetyTier:
+        return self.spec.safety_tier
+
+    @property
+    def path_arguments(self) -> Mapping[str, PathMode]:
+        return self.spec.path_arguments
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        return self.spec.needs
+
+    def schema(self) -> FunctionDecl:
+        return self.spec.decl
+
+
+class WasmTool(DeclaredTool):
     """A guest tool, run by a :class:`WasmToolRunner` with the mounts its policy grants."""
 
     def __init__(
@@ -177,29 +208,6 @@ class WasmTool:
         self._inline = spec.safety_tier is SafetyTier.READ_ONLY and all(
             b.name in INLINE_BINDINGS for b in self.bindings
         )
-
-    @property
-    def name(self) -> str:
-        return self.spec.decl.name
-
-    @property
-    def timeout(self) -> float:
-        return self.limits.timeout
-
-    @property
-    def safety_tier(self) -> SafetyTier:
-        return self.spec.safety_tier
-
-    @property
-    def path_arguments(self) -> Mapping[str, PathMode]:
-        return self.spec.path_arguments
-
-    @property
-    def needs(self) -> tuple[str, ...]:
-        return self.spec.needs
-
-    def schema(self) -> FunctionDecl:
-        return self.spec.decl
 
     async def execute(self, args: Mapping[str, Any], ctx: ToolExecutionContext) -> ToolResult:
         """Run the guest once with the ``args`` document."""
