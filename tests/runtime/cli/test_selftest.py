@@ -36,7 +36,7 @@ def selftest(
 
 
 def as_nobody_helper(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    helper = Path(__file__).with_name("selftest_as_nobody.py")
+    helper = Path(__file__).parents[2] / "cli_as_nobody.py"
     return subprocess.run(
         [sys.executable, str(helper), *args],
         cwd=cwd,
@@ -68,7 +68,7 @@ class TestConfigsThatHold:
     def test_as_an_unprivileged_user_it_holds_as_it_does_as_root(self, tmp_path: Path) -> None:
         # The shell class is left out: its sidecar is this interpreter, which uid 65534
         # may not be able to run (its files sit under root's home here).
-        args = ["--", "--json", "--only", "paths,races,ssrf,secrets,principals"]
+        args = ["--", "selftest", "--json", "--only", "paths,races,ssrf,secrets,principals"]
         modules = str(tmp_path / "modules.json")
         home = tempfile.mkdtemp(prefix="toolcage-nobody-")  # tmp_path is root's only
         os.chown(home, 65534, 65534)

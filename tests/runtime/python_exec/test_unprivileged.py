@@ -4,7 +4,7 @@ works whether the per-user cache of compiled code can be written or not.
 Without a usable cache (a home the user cannot write, or a cache directory of another
 user's, whose sealing key it cannot read) the runtime compiles the component for the call
 (seconds) and caches nothing; with one it writes the compiled code under its own key. The
-calls run from ``call_as_nobody.py``, which imports as root what the call needs and then
+calls run from ``tests/cli_as_nobody.py``, which imports as root what the call needs and then
 drops to uid 65534 (the interpreter's files may be unreadable to it).
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 NOBODY = 65534
-HELPER = Path(__file__).with_name("call_as_nobody.py")
+HELPER = Path(__file__).parents[2] / "cli_as_nobody.py"
 CODE = "import os\nprint(os.getcwd(), open('in.txt').read())\nopen('out.txt', 'w').write('x')"
 
 pytestmark = [
@@ -58,7 +58,13 @@ def site() -> Iterator[Path]:
 def call_as_nobody(site: Path, home: Path) -> dict[str, object]:
     """``toolcage call python_exec`` as uid 65534 with ``home``; its envelope."""
     modules = site / "modules.json"
-    arguments = ["--config", str(site / "toolcage.toml"), "python_exec", json.dumps({"code": CODE})]
+    arguments = [
+        "call",
+        "--config",
+        str(site / "toolcage.toml"),
+        "python_exec",
+        json.dumps({"code": CODE}),
+    ]
     for mode, extra in (("record", []), ("drop", [str(home)])):
         done = subprocess.run(
             [sys.executable, str(HELPER), mode, str(modules), *extra, "--", *arguments],

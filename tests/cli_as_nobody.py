@@ -1,13 +1,13 @@
-"""``toolcage call`` as uid 65534, for a test run as root.
+"""A ``toolcage`` command line as uid 65534, for a test run as root.
 
-The interpreter's own files may be unreadable to an unprivileged uid (here they sit under
-root's home), so nothing can be imported after the drop. ``record`` makes the call as root
-and writes every module imported, in import order; ``drop`` imports those, drops to uid and
-gid 65534 with ``HOME`` set to the given directory (and no ``XDG_CACHE_HOME``), and makes
-the call with the remaining arguments.
+An unprivileged uid may not be able to read the interpreter's own files (here they sit
+under root's home), so nothing can be imported after the drop. ``record`` runs the command
+as root and writes every module it imported, in import order; ``drop`` imports those, drops
+to uid and gid 65534 with ``HOME`` in a directory of theirs (and no ``XDG_CACHE_HOME``),
+moves there, and runs the command again.
 
-    python call_as_nobody.py record MODULES -- CALL-ARGS
-    python call_as_nobody.py drop MODULES HOME -- CALL-ARGS
+    python cli_as_nobody.py record MODULES -- COMMAND-LINE
+    python cli_as_nobody.py drop MODULES HOME -- COMMAND-LINE
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ NOBODY = 65534
 
 
 def record(modules: str, args: list[str]) -> int:
-    code = main(["call", *args])
+    code = main(args)
     with open(modules, "w") as out:
         json.dump(list(sys.modules), out)
     return code
@@ -40,7 +40,8 @@ def drop(modules: str, home: str, args: list[str]) -> int:
     os.setresuid(NOBODY, NOBODY, NOBODY)
     os.environ["HOME"] = home
     os.environ.pop("XDG_CACHE_HOME", None)
-    return main(["call", *args])
+    os.chdir(home)
+    return main(args)
 
 
 if __name__ == "__main__":
