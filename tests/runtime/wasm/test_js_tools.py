@@ -31,11 +31,9 @@ from toolcage.wasm_tools._js_tool_build import main as build_main
 from wasmtime.component import Component
 
 from ...adversarial.principals._cast import ADA, ADA_WORKER, BOB, BOB_REVIEWER, config_with_agents
-from .test_python_tools import PER_USER, call, site
+from .component_tools import FIRST_LINE, PER_USER, TOOL, build, call, run_ok, scaffold, site
 
-TOOL = "greet"
 HERE = Path(__file__).resolve().parent
-FIRST_LINE = "first line of /data/notes.txt: hello there"
 
 pytestmark = [
     pytest.mark.anyio,
@@ -46,33 +44,17 @@ pytestmark = [
 ]
 
 
-def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        command, cwd=cwd, capture_output=True, text=True, timeout=900, check=False
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done
-
-
 @pytest.fixture(scope="session")
 def scaffolded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The scaffold's tool, written by the CLI and built by the script it wrote."""
-    root = tmp_path_factory.mktemp("jstool")
-    command = [sys.executable, "-m", "toolcage.runtime", "new-tool", TOOL, "--lang", "js"]
-    done = _run([*command, "--dir", "tools"], root)
-    assert "build_greet.sh" in done.stdout
-    _run([str(root / "tools" / f"build_{TOOL}.sh")], root)
-    return root / "tools"
+    return scaffold(tmp_path_factory.mktemp("jstool"), "js")
 
 
 @pytest.fixture(scope="session")
 def probe(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``js_tools/probe.js`` built with ``python -m toolcage.wasm_tools.build --js-tool``."""
     root = tmp_path_factory.mktemp("jsprobe")
-    for name in ("probe.js", "helper.js", "probe.json"):
-        shutil.copy(HERE / "js_tools" / name, root / name)
-    _run([sys.executable, "-m", "toolcage.wasm_tools.build", "--js-tool", "probe.js"], root)
-    return root
+    return build(root, HERE / "js_tools", ("probe.js", "helper.js", "probe.json"), "--js-tool")
 
 
 class TestScaffoldedTool:
@@ -252,7 +234,7 @@ class TestBuild:
     def test_an_unchanged_tool_is_not_built_again(self, scaffolded: Path) -> None:
         wasm = scaffolded / f"{TOOL}.wasm"
         before = wasm.stat().st_mtime_ns
-        done = _run([str(scaffolded / f"build_{TOOL}.sh")], scaffolded)
+        done = run_ok([str(scaffolded / f"build_{TOOL}.sh")], scaffolded)
         assert done.stdout.strip() == f"{TOOL}.wasm is up to date"
         assert wasm.stat().st_mtime_ns == before
 

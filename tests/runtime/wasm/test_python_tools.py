@@ -17,7 +17,6 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import mcp.types as types
 import pytest
@@ -40,71 +39,24 @@ from toolcage.wasm_tools._python_tool_build import inputs
 from ...adversarial.principals._cast import ADA, ADA_WORKER, BOB, BOB_REVIEWER, config_with_agents
 from ..fake_llm import API_KEY, MODEL, FakeModel, FakeModelServer, Reply, tool_results
 from ..mcp.serve.test_mcp_server import stdio_session, text_of
+from .component_tools import FIRST_LINE, MOUNTS, PER_USER, TOOL, build, call, run_ok, scaffold, site
 
-TOOL = "greet"
 HERE = Path(__file__).resolve().parent
-MOUNTS = '[[mounts.areas]]\nhost = "data"\nguest = "/data"\ntiers = { read_only = "ro" }\n'
-FIRST_LINE = "first line of /data/notes.txt: hello there"
-"""What the scaffold's tool answers for ``{"path": "/data/notes.txt"}`` in :func:`site`."""
-PER_USER = (
-    '[[mounts.areas]]\nhost = "users/{user}/workspace"\nguest = "/workspace"\n'
-    'tiers = { read_only = "ro" }\ncreate = true\n'
-)
 
 pytestmark = pytest.mark.anyio
-
-
-def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        command, cwd=cwd, capture_output=True, text=True, timeout=600, check=False
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done
 
 
 @pytest.fixture(scope="session")
 def scaffolded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The scaffold's tool, written by the CLI and built by the script it wrote."""
-    root = tmp_path_factory.mktemp("pytool")
-    command = [sys.executable, "-m", "toolcage.runtime", "new-tool", TOOL, "--lang", "python"]
-    done = _run([*command, "--dir", "tools"], root)
-    assert "build_greet.sh" in done.stdout
-    _run([str(root / "tools" / f"build_{TOOL}.sh")], root)
-    return root / "tools"
+    return scaffold(tmp_path_factory.mktemp("pytool"), "python")
 
 
 @pytest.fixture(scope="session")
 def probe(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``python_tools/probe.py`` built with ``python -m toolcage.wasm_tools.build``."""
     root = tmp_path_factory.mktemp("probe")
-    for name in ("probe.py", "probe.json"):
-        shutil.copy(HERE / "python_tools" / name, root / name)
-    build = [sys.executable, "-m", "toolcage.wasm_tools.build", "--python-tool", "probe.py"]
-    _run(build, root)
-    return root
-
-
-def site(tmp_path: Path, *tools: Path, body: str = MOUNTS) -> Path:
-    """A config directory with ``tools`` under ``tools/`` and ``data/notes.txt``."""
-    (tmp_path / "tools").mkdir()
-    for folder in tools:
-        for file in folder.glob("*.*"):
-            shutil.copy(file, tmp_path / "tools" / file.name)
-    (tmp_path / "data").mkdir()
-    (tmp_path / "data" / "notes.txt").write_text("hello there\nsecond line\n")
-    (tmp_path / "secret.txt").write_text("do not show\n")
-    config = tmp_path / "toolcage.toml"
-    config.write_text('[guest_tools]\ndirs = ["tools"]\n\n' + body)
-    return config
-
-
-async def call(
-    config: Path, tool: str, arguments: dict[str, Any], context: Any = None
-) -> dict[str, Any]:
-    async with Runtime.from_config(config) as runtime:
-        result = await runtime.execute(tool, arguments, context)
-    envelope: dict[str, Any] = result.envelope()
-    return envelope
+    return build(root, HERE / "python_tools", ("probe.py", "probe.json"), "--python-tool")
 
 
 class TestScaffoldedTool:
@@ -306,13 +258,13 @@ class TestBuildCache:
     def test_an_unchanged_tool_is_not_built_again(self, scaffolded: Path) -> None:
         wasm = scaffolded / f"{TOOL}.wasm"
         before = wasm.stat().st_mtime_ns
-        done = _run([str(scaffolded / f"build_{TOOL}.sh")], scaffolded)
+        done = run_ok([str(scaffolded / f"build_{TOOL}.sh")], scaffolded)
         assert done.stdout.strip() == f"{TOOL}.wasm is up to date"
         assert wasm.stat().st_mtime_ns == before
 
     def test_another_folder_gets_the_cached_build(self, scaffolded: Path, tmp_path: Path) -> None:
         build = [sys.executable, "-m", "toolcage.wasm_tools.build", "--python-tool"]
-        done = _run([*build, f"{TOOL}.py", "--out", str(tmp_path)], scaffolded)
+        done = run_ok([*build, f"{TOOL}.py", "--out", str(tmp_path)], scaffolded)
         assert done.stdout.strip() == f"{tmp_path / TOOL}.wasm is the cached build of these inputs"
         assert (tmp_path / f"{TOOL}.wasm").read_bytes() == (
             scaffolded / f"{TOOL}.wasm"
