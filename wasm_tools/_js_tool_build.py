@@ -25,19 +25,17 @@ through the ``http`` interface and the egress policy) and ``fetch-event`` (servi
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
 import secrets
 import shutil
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from ._python_build import WIT, CacheEntry, ComponentBuildError, Placed, cached_build, content_key
-from ._python_tool_build import PLACED, WORLD, declared_needs, world
+from ._python_tool_build import WORLD, declared_needs, tool_main, world
 from .build import cache_root
 
 COMPONENTIZE_JS = "0.23.0"
@@ -167,17 +165,4 @@ def build_js_tool(source: Path, out_dir: Path | None = None, *, force: bool = Fa
 
 def main(args: Sequence[str]) -> int:
     """Command line: ``... --js-tool NAME.js [--out DIR]``."""
-    parser = argparse.ArgumentParser(prog="python -m toolcage.wasm_tools.build --js-tool")
-    parser.add_argument("--js-tool", type=Path, required=True, help="the tool's NAME.js")
-    parser.add_argument("--out", type=Path, help="directory of NAME.wasm (the source's)")
-    parser.add_argument("--force", action="store_true", help="build even if it is cached")
-    options = parser.parse_args(args)
-    source, out_dir = options.js_tool, options.out
-    target = (source.parent if out_dir is None else out_dir) / f"{source.stem}.wasm"
-    try:
-        placed = build_js_tool(source, out_dir, force=options.force)
-    except ComponentBuildError as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    print(PLACED[placed].format(target))
-    return 0
+    return tool_main(args, "--js-tool", build_js_tool)

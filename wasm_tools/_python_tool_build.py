@@ -26,6 +26,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 from ._python_build import (
     GUEST,
@@ -129,6 +130,13 @@ def build_python_tool(source: Path, out_dir: Path | None = None, *, force: bool 
     return cached_build(entry, target, make, force=force, link=False)
 
 
+class ToolBuild(Protocol):
+    """A language's build of one tool (:func:`build_python_tool`, ``build_js_tool``)."""
+
+    def __call__(self, source: Path, out_dir: Path | None = None, *, force: bool = False) -> Placed:
+        """Build ``source`` into ``OUT_DIR/NAME.wasm``; what it took."""
+
+
 PLACED: dict[Placed, str] = {
     "built": "built {}",
     "cached": "{} is the cached build of these inputs",
@@ -137,19 +145,25 @@ PLACED: dict[Placed, str] = {
 """What the command line says of each outcome."""
 
 
-def main(args: Sequence[str]) -> int:
-    """Command line: ``... --python-tool NAME.py [--out DIR]``."""
-    parser = argparse.ArgumentParser(prog="python -m toolcage.wasm_tools.build --python-tool")
-    parser.add_argument("--python-tool", type=Path, required=True, help="the tool's NAME.py")
+def tool_main(args: Sequence[str], flag: str, build: ToolBuild) -> int:
+    """Command line of a component tool's build: ``... FLAG NAME.EXT [--out DIR] [--force]``
+    (``--python-tool NAME.py``, ``--js-tool NAME.js``), with ``build`` the language's."""
+    parser = argparse.ArgumentParser(prog=f"python -m toolcage.wasm_tools.build {flag}")
+    parser.add_argument(flag, dest="source", type=Path, required=True, help="the tool's source")
     parser.add_argument("--out", type=Path, help="directory of NAME.wasm (the source's)")
     parser.add_argument("--force", action="store_true", help="build even if it is cached")
     options = parser.parse_args(args)
-    source, out_dir = options.python_tool, options.out
+    source, out_dir = options.source, options.out
     target = (source.parent if out_dir is None else out_dir) / f"{source.stem}.wasm"
     try:
-        placed = build_python_tool(source, out_dir, force=options.force)
+        placed = build(source, out_dir, force=options.force)
     except ComponentBuildError as exc:
         print(exc, file=sys.stderr)
         return 1
     print(PLACED[placed].format(target))
     return 0
+
+
+def main(args: Sequence[str]) -> int:
+    """Command line: ``... --python-tool NAME.py [--out DIR]``."""
+    return tool_main(args, "--python-tool", build_python_tool)
