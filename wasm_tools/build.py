@@ -389,8 +389,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from . import _python_tool_build
 
         return _python_tool_build.main(args)
+    from . import _runner_build
+
     try:
         built = build_all(force="--force" in args)
+        runner = _runner_build.build_runner(force="--force" in args)
+        if runner is not None:
+            built.append(runner)
         if python.build_default(force="--force" in args):
             built.append(python.COMPONENT)
     except (BuildError, python.PythonBuildError) as exc:
