@@ -265,12 +265,24 @@ async def _probe(server: SidecarServer) -> None:
     the one shared workspace, ask too whether commands may write there (the answer is
     the kernel's, ACLs and the sandbox's uid included); the ``ping`` answer reports it."""
     name = "toolcage-startup-probe"
-    with server.service.workspaces.scratch() as owner:
-        result = await server.service.exec(name, "true", 30.0, 4096, owner)
+    service = server.service
+    with service.workspaces.scratch() as owner:
+        result = await service.exec(name, "true", 30.0, 4096, owner)
+        if result["exit_code"] != 0 and service.boxes is not None:
+            detail = (result["stderr"] or result["stdout"]).strip() or f"exit {result['exit_code']}"
+            logger.warning(
+                "a session's sandbox cannot run commands here (%s); each command gets a "
+                "bubblewrap of its own",
+                detail,
+                extra={"event": "sidecar.session_sandbox_unavailable"},
+            )
+            await service.close(name, owner)
+            service.boxes = None
+            result = await service.exec(name, "true", 30.0, 4096, owner)
         if result["exit_code"] == 0 and not owner:
-            writable = await server.service.exec(name, WRITABLE_PROBE, 30.0, 4096, owner)
+            writable = await service.exec(name, WRITABLE_PROBE, 30.0, 4096, owner)
             server.workspace_writable = writable["exit_code"] == 0
-        await server.service.close(name, owner)
+        await service.close(name, owner)
     if result["exit_code"] != 0:
         detail = (result["stderr"] or result["stdout"]).strip() or f"exit {result['exit_code']}"
         raise StartupError(f"the sandbox cannot run commands: {detail}")

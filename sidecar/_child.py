@@ -22,13 +22,38 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, Protocol
 
 import anyio
 
 from ._sandbox import Spawn
+
+
+class Process(Protocol):
+    """What the sidecar watches of a command: a :class:`Child` of its own, or a command a
+    session's runner started (:class:`._sessions.SessionCommand`)."""
+
+    @property
+    def stdout(self) -> int: ...
+    @property
+    def stderr(self) -> int: ...
+    @property
+    def pidfd(self) -> int:
+        """Readable once the command has ended."""
+        ...
+
+    @property
+    def returncode(self) -> int | None: ...
+    def reap(self) -> bool: ...
+    async def wait(self) -> int | None: ...
+    def kill(self) -> None:
+        """Kill every process of the command (while it is not yet reaped)."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class Child:
@@ -60,6 +85,12 @@ class Child:
         while not self.reap():
             await anyio.wait_readable(self._pidfd)
         return self._popen.returncode
+
+    def kill(self) -> None:
+        """SIGKILL the process group it leads (in a sandbox, bwrap's: its end ends the PID
+        namespace, and every process in it)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
 
     def close(self) -> None:
         """Release the pipes and the pidfd (idempotent); the process must be reaped first."""

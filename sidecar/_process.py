@@ -3,21 +3,21 @@
 The command's process group is bwrap's (or bash's, on the host): ``start_new_session``
 makes the first process its leader, so one ``killpg`` reaches everything in it -- and in
 a sandbox, killing bwrap ends the PID namespace, which takes along children that left
-the group. After a kill the output pipes are drained for a moment more, so what the
-command printed before it died is returned with the timeout.
+the group. A command of a session's runner (:mod:`._sessions`) is killed by its runner,
+which ends the command's own PID namespace likewise. After a kill the output pipes are
+drained for a moment more, so what the command printed before it died is returned with
+the timeout.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import time
 from dataclasses import dataclass
 
 import anyio
 
-from ._child import Child, spawn_child
+from ._child import Process, spawn_child
 from ._report import REPORT_BYTES, Report, parse_report
 from ._sandbox import Spawn
 from ._watch import PipeWatch, Sink
@@ -30,7 +30,7 @@ DRAIN_SECONDS = 2.0
 class Running:
     """A started command: its process and the read end of its report pipe."""
 
-    process: Child
+    process: Process
     report_fd: int
     started: float
     kill_leftovers: bool
@@ -47,10 +47,9 @@ def start(spawn: Spawn, report_fd: int, *, kill_leftovers: bool) -> Running:
     return Running(process, report_fd, time.monotonic(), kill_leftovers)
 
 
-def kill_group(process: Child) -> None:
-    """SIGKILL the process group led by ``process`` (while it is not yet reaped)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
+def kill_group(process: Process) -> None:
+    """Kill every process of the command (while it is not yet reaped)."""
+    process.kill()
 
 
 class _Capped:

@@ -154,6 +154,10 @@ exec -a "$name" /run/toolcage/git "${{lead[@]}}" "$@"
 GIT_GUARD = _git_guard()
 
 
+RUNNER = Path(__file__).resolve().parent / "runner" / "toolcage-runner"
+"""The session runner ``make wasm`` builds (``wasm_tools/_runner_build.py``)."""
+RUNNER_GUEST = "/run/toolcage/runner"
+
 SHELL_NAME = "bash"
 """``$0`` of the script: bash names it in its own messages (``bash: line 1: ...``)."""
 
@@ -244,15 +248,20 @@ class BubblewrapSandbox:
             raise FileNotFoundError("bwrap")
         self.bwrap = found
         self.git_paths = [path for path in GIT_BINARIES if Path(path).is_file()]
+        staged = {"git": (GIT_GUARD.encode(), 0o555)}
+        if RUNNER.is_file():  # copied where the sandbox uid can read it, as the guard is
+            staged["runner"] = (RUNNER.read_bytes(), 0o555)
         self.staging = Staging(
             _ETC,
             {"passwd": _PASSWD, "group": _GROUP},
-            {"git": (GIT_GUARD.encode(), 0o555)},
+            staged,
             mount_points=_ETC_NETWORK if network else (),
         )
         self._fixed = self._fixed_arguments()
         chdir = self._fixed.index("--chdir")
         self._mounts, self._command = self._fixed[:chdir], self._fixed[chdir:]
+        self.runner: Path | None = self.staging.path / "runner" if "runner" in staged else None
+        """The session runner (:mod:`._sessions`), when it was built."""
 
     def close(self) -> None:
         """Remove the staged files (commands started after this fail)."""
@@ -291,6 +300,37 @@ class BubblewrapSandbox:
             args += ["--ro-bind", guard, path]
         args += ["--chdir", str(GUEST_WORKSPACE), "--", BASH, "--noprofile", "--norc", "-c"]
         return args
+
+    def session_spawn(self, socket_fd: int, workspace: Path | None) -> Spawn:
+        """A session's sandbox, whose command is the runner on ``socket_fd``.
+
+        The same mounts and namespaces as a command's, but as uid 0 of its user namespace
+        with the two capabilities the runner needs to give each command namespaces of its
+        own (``CAP_SYS_ADMIN``) and to map that command's uid 1000 onto the session's 0
+        (``CAP_SETFCAP``); no command keeps either. ``--disable-userns`` is left out: the
+        runner nests each command in a user namespace that may make none (see its header).
+        """
+        if self.runner is None:
+            raise FileNotFoundError("the session runner is not built")
+        args = [arg for arg in self._mounts if arg != "--disable-userns"]
+        uid = args.index("--uid")
+        args[uid + 1 : uid + 4 : 2] = ["0", "0"]  # --uid 0 --gid 0
+        if workspace is not None:
+            args += ["--bind", str(workspace), str(GUEST_WORKSPACE)]
+        elif self.workspace is None:
+            raise ValueError("this sandbox has no workspace of its own; pass one")
+        args += ["--ro-bind", str(self.runner), RUNNER_GUEST]
+        args += ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETFCAP"]
+        args += ["--chdir", str(GUEST_WORKSPACE), "--", RUNNER_GUEST, str(socket_fd)]
+        args.append(str(self.limits.tmp_bytes))
+        return Spawn(args, {}, pass_fds=[socket_fd], user=self.run_as, group=self.run_as)
+
+    def session_argv(self, command: str, cwd: PurePosixPath) -> list[str]:
+        """What a session's runner runs for ``command``: bash with the prelude, reporting
+        on descriptor 3."""
+        script = prelude(self.limits, root=str(GUEST_WORKSPACE), report_fd=3)
+        cwd_text = str(GUEST_WORKSPACE / cwd)
+        return [BASH, "--noprofile", "--norc", "-c", script, SHELL_NAME, command, cwd_text]
 
     def spawn(
         self,

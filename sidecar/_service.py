@@ -1,7 +1,8 @@
 """Shell sessions and background jobs: the daemon's state, independent of the wire.
 
 A :class:`ShellSession` is a working directory inside the workspace and a set of exported
-variables. Each command starts from them in a sandbox of its own and, when it ends
+variables. Each command starts from them in namespaces of its own -- forked by the
+session's sandbox (:mod:`._sessions`), or in a bubblewrap of its own -- and, when it ends
 normally, the final directory and exports it reported become the session's -- a ``cd``
 out of the workspace or an assignment to a protected name is not carried over.
 Concurrent commands of one session each start from the state before them; the last one
@@ -39,7 +40,8 @@ from toolcage.policies.shell._env import SANDBOX_HOME
 
 from ._output import HeadTail, Ring
 from ._process import Running, finish, kill_group, start, supervise, watch
-from ._sandbox import PATH, Sandbox
+from ._sandbox import PATH, BubblewrapSandbox, Sandbox
+from ._sessions import SessionSandboxes
 from ._workspaces import Owner, Workspaces
 
 logger = logging.getLogger("toolcage.sidecar")
@@ -133,6 +135,12 @@ class ShellService:
         self.sessions: dict[tuple[Owner, str], ShellSession] = {}
         """In order of last use (the first is the least recently used)."""
         self.jobs: dict[str, Job] = {}
+        self.boxes = (
+            SessionSandboxes(sandbox)
+            if isinstance(sandbox, BubblewrapSandbox) and sandbox.runner is not None
+            else None
+        )
+        """The sandbox of each session, when its commands run in one (:mod:`._sessions`)."""
         self._slots = anyio.CapacityLimiter(limits.concurrent_commands)
         self.jobs_group: TaskGroup | None = None
         """Where background jobs run (set by the server)."""
@@ -149,16 +157,23 @@ class ShellService:
             idle = next((s for s in self.sessions.values() if not s.jobs), None)
             if idle is None:
                 raise ServiceError("busy", f"{len(self.sessions)} sessions have running jobs")
-            del self.sessions[(idle.owner, idle.name)]
+            self._drop((idle.owner, idle.name))
         session = self.sessions[key] = ShellSession(name, owner)
         return session, True
 
     async def close(self, name: str, owner: Owner = ()) -> None:
-        session = self.sessions.pop((owner, name), None)
+        session = self.sessions.get((owner, name))
         if session is None:
             raise ServiceError("no_session", f"no session {name!r}")
+        self._drop((owner, name))
         for job_id in list(session.jobs):
             await self.kill(job_id, name, owner)
+
+    def _drop(self, key: tuple[Owner, str]) -> None:
+        """Forget a session, and end its sandbox."""
+        del self.sessions[key]
+        if self.boxes is not None:
+            self.boxes.close(key)
 
     def guest_cwd(self, session: ShellSession) -> str:
         return str(self.sandbox.root / session.cwd)
@@ -176,7 +191,7 @@ class ShellService:
         except anyio.WouldBlock:
             await self._slots.acquire()
         try:
-            running = await self._start(session, command)
+            running = self._start(session, command, in_session=self.boxes is not None)
             exit_code, timed_out, report = await supervise(running, stdout, stderr, seconds)
         finally:
             self._slots.release()
@@ -194,7 +209,7 @@ class ShellService:
             "created": created,
         }
 
-    async def _start(self, session: ShellSession, command: str) -> Running:
+    def _start(self, session: ShellSession, command: str, *, in_session: bool = False) -> Running:
         env = {**session.env, **self.base_env}
         try:
             workspace = self.workspaces.path(session.owner)
@@ -203,6 +218,18 @@ class ShellService:
             raise ServiceError("workspace", f"the workspace cannot be reached: {reason}") from None
         read_fd, write_fd = os.pipe()
         os.set_blocking(read_fd, False)
+        if in_session and self.boxes is not None and isinstance(self.sandbox, BubblewrapSandbox):
+            try:
+                argv = self.sandbox.session_argv(command, session.cwd)
+                key = (session.owner, session.name)
+                process = self.boxes.start(key, workspace, argv, env, write_fd)
+            except OSError as exc:
+                os.close(read_fd)
+                raise ServiceError("sandbox", f"the session's sandbox failed: {exc}") from None
+            except BaseException:
+                os.close(read_fd)
+                raise
+            return Running(process, read_fd, time.monotonic(), self.kill_leftovers)
         try:
             spawn = self.sandbox.spawn(command, session.cwd, env, write_fd, workspace)
         except BaseException:
@@ -239,7 +266,7 @@ class ShellService:
         if sum(job.exit_code is None for job in self.jobs.values()) >= self.limits.background_jobs:
             raise ServiceError("busy", f"{self.limits.background_jobs} background jobs already run")
         session, created = self.open(name, owner)
-        running = await self._start(session, command)
+        running = self._start(session, command)
         job = Job(
             "job-" + secrets.token_hex(6),
             name,
@@ -312,7 +339,9 @@ class ShellService:
             session.jobs.discard(job.id)
 
     async def shutdown(self) -> None:
-        """Kill every background job."""
+        """Kill every background job, and end every session's sandbox."""
         for job in list(self.jobs.values()):
             if not job.done.is_set():
                 kill_group(job.running.process)
+        if self.boxes is not None:
+            self.boxes.close_all()

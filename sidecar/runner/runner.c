@@ -1,42 +1,45 @@
-/*
- * toolcage-runner: starts a shell session's commands inside the session's one bubblewrap.
- *
- * bubblewrap starts it as the sandbox's command, with CAP_SYS_ADMIN and CAP_SETPCAP (and no
- * other capability) in the sandbox's user namespace:
+/* toolcage session runner: one per shell session, the command of the session's bubblewrap.
  *
  *     toolcage-runner SOCKET_FD TMP_BYTES
  *
- * SOCKET_FD is one end of a Unix stream socketpair whose other end the sidecar keeps.
+ * bubblewrap starts it as uid 0 of the session's user namespace (the one host uid the
+ * session has) with CAP_SYS_ADMIN and CAP_SETFCAP and no other capability, no_new_privs
+ * set, in the session's mount, PID, IPC, UTS and network namespaces. The sidecar keeps the
+ * other end of the stream socket SOCKET_FD; TMP_BYTES is the size of each command's /tmp.
  *
- * Requests (sidecar -> runner), each one frame: a header of four native u32
- *     kind, id, length, count
- * then `length` bytes.
- *   kind 1, EXEC: the bytes are `count` NUL-terminated strings: the working directory, the
- *     argv (up to an empty string), then the environment; three descriptors travel with
- *     the header (SCM_RIGHTS): the command's stdout, stderr and report pipe, which become
- *     its fds 1, 2 and 3 (fd 0 is /dev/null).
- *   kind 2, KILL: SIGKILL to command `id`'s pid 1 (length and count 0).
- * Replies (runner -> sidecar), three native i32: kind, id, value.
- *   kind 3, EXIT: command `id` ended; value is its wait status.
- *   kind 4, FAILED: command `id` could not start; value is an errno.
+ * Protocol. Per command the sidecar sends one message: a native u32 length N, carrying
+ * four descriptors (SCM_RIGHTS) -- the command's control socket, its stdout, its stderr and
+ * its report pipe -- then N bytes: the argv strings, an empty string, then the environment
+ * strings, each ended by NUL. The runner answers on the command's control socket only:
+ * when the command ends it writes the native i32 wait status of the command's init (see
+ * below) and closes it. Anything arriving on the control socket -- a byte, or its end --
+ * makes the runner kill the command. The end of SOCKET_FD (the sidecar closed it, or died)
+ * ends the runner, and with it the sandbox and every command in it. Anything malformed
+ * on SOCKET_FD ends the runner too; the sidecar then starts a new sandbox.
  *
  * Guarantees, per command:
- * - it is pid 1 of a PID namespace of its own (clone(CLONE_NEWPID|CLONE_NEWNS|CLONE_NEWIPC)):
- *   it sees and can signal only its own processes, never the runner or another command;
- *   when its pid 1 ends, or is killed, the kernel kills every process left in the
- *   namespace (background children, double forks, setsid, nohup alike) -- so nothing a
- *   command started outlives it, and one SIGKILL ends all of it at its deadline;
- * - a fresh /proc of that namespace, and a fresh tmpfs /tmp of TMP_BYTES, in a mount
- *   namespace of its own: no file in /tmp survives the command. (A fresh proc may be
- *   mounted only while a proc is already fully visible in the mount namespace, so the
- *   session's bubblewrap keeps its own --proc; bubblewrap's read-only covers of /proc/sys
- *   and the like are not locked mounts, so they do not count against it);
- * - no capability: the bounding set is cleared, the ambient set emptied and the permitted,
- *   effective and inheritable sets set to zero before exec (bubblewrap already set
- *   no_new_privs and --disable-userns);
- * - the runner itself stops, taking every command along, when the sidecar's end of the
- *   socket closes; bubblewrap's --die-with-parent ends the sandbox if the sidecar dies.
- * Anything malformed from the socket ends the runner (the sidecar then starts a new one).
+ * - its own PID namespace: it sees and signals only its own processes, never the runner
+ *   or another command. Its pid 1 is a tiny init (a fork of the runner) that reaps orphans
+ *   and exits when bash does; SIGKILL to it when the sidecar asks. Either way the kernel
+ *   then kills everything left in the namespace -- background children, double forks,
+ *   setsid and nohup alike -- so nothing a command started outlives it.
+ * - its own mount namespace with a fresh tmpfs /tmp of TMP_BYTES and a fresh /proc of its
+ *   PID namespace, whose sys, sysrq-trigger, irq and bus are bound read-only as bubblewrap
+ *   does; its own IPC namespace.
+ * - its own user namespace, nested in the session's, mapping uid and gid 1000 onto the
+ *   session's 0: the mounts above belong to the session's namespace, so the command cannot
+ *   undo them, and max_user_namespaces is 0 inside it, so it can make no namespace
+ *   (bubblewrap's --disable-userns, which the session's bubblewrap therefore leaves out).
+ *   The order matters: the kernel grants a fresh procfs only where a procfs is already
+ *   fully visible, and mounts copied into a namespace of a nested user namespace are
+ *   locked -- bubblewrap's read-only covers of /proc/sys would then hide it. So /proc is
+ *   mounted first, and the nesting comes after; the limit is written through a descriptor
+ *   of /proc/sys/user opened before the read-only covers. Mapping the session's uid 0
+ *   needs CAP_SETFCAP at the nesting (the kernel's rule for mapping a namespace's root).
+ * - no capability: bounding set cleared, ambient set emptied, uid 1000 and a zero capset
+ *   (permitted, effective, inheritable) before exec; no_new_privs is inherited.
+ * - RLIMIT_NPROC (set by the prelude) counts its own user namespace's processes only.
+ * - stdin /dev/null, stdout, stderr and the report on 1, 2 and 3, no other descriptor.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -57,145 +60,187 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-enum { EXEC = 1, KILL = 2, EXIT = 3, FAILED = 4 };
-enum { MAX_COMMANDS = 256, MAX_BYTES = 4 << 20, MAX_STRINGS = 65536 };
+#define MAX_COMMANDS 256
+#define MAX_MESSAGE (4u << 20)
+#define GUEST_ID 1000
 
-struct command { pid_t pid; uint32_t id; };
+struct command {
+    pid_t pid;  /* the command's init; 0: a free slot */
+    int control;
+    int killed; /* its control socket is no longer watched */
+};
+
 static struct command commands[MAX_COMMANDS];
-static int sock;
-static char tmp_options[64];
-static char buffer[MAX_BYTES];
-static char *strings[MAX_STRINGS + 1];
+static unsigned long long tmp_bytes;
 
-static void die(const char *what) {
-    fprintf(stderr, "toolcage-runner: %s: %s\n", what, strerror(errno));
-    _exit(1);
+static void fail(const char *step) {
+    dprintf(2, "toolcage: sandbox: %s: %s\n", step, strerror(errno));
+    _exit(125);
 }
 
-static void reply(int32_t kind, uint32_t id, int32_t value) {
-    int32_t message[3] = {kind, (int32_t)id, value};
-    if (write(sock, message, sizeof message) != sizeof message) die("reply");
+static int write_file(const char *path, const char *text) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = write(fd, text, strlen(text));
+    close(fd);
+    return n == (ssize_t)strlen(text) ? 0 : -1;
 }
 
-static int read_all(char *data, size_t length) {
-    while (length > 0) {
-        ssize_t got = read(sock, data, length);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) return -1;
-        data += got;
-        length -= (size_t)got;
+static void read_only(const char *path) {
+    if (mount(path, path, NULL, MS_BIND | MS_REC, NULL) != 0) {
+        if (errno == ENOENT) return;
+        fail(path);
+    }
+    unsigned long flags = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
+    if (mount(NULL, path, NULL, flags, NULL) != 0) fail(path);
+}
+
+/* As pid 1 of the command's new PID and mount namespaces: set up, then run bash. */
+static void command_init(char **argv, char **envp) {
+    char option[64];
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) fail("private mounts");
+    snprintf(option, sizeof option, "size=%llu,mode=1777", tmp_bytes);
+    if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, option) != 0) fail("/tmp");
+    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
+        fail("/proc");
+    int sysctl = open("/proc/sys/user", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (sysctl < 0) fail("/proc/sys/user");
+    read_only("/proc/sys");
+    read_only("/proc/sysrq-trigger");
+    read_only("/proc/irq");
+    read_only("/proc/bus");
+    if (unshare(CLONE_NEWUSER) != 0) fail("user namespace");
+    char map[32];
+    snprintf(map, sizeof map, "%d 0 1\n", GUEST_ID);
+    if (write_file("/proc/self/setgroups", "deny") != 0) fail("setgroups");
+    if (write_file("/proc/self/uid_map", map) != 0) fail("uid_map");
+    if (write_file("/proc/self/gid_map", map) != 0) fail("gid_map");
+    int limit = openat(sysctl, "max_user_namespaces", O_WRONLY | O_CLOEXEC);
+    if (limit < 0 || write(limit, "0", 1) != 1) fail("max_user_namespaces");
+    close(limit);
+    close(sysctl);
+    for (int cap = 0; prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0; cap++) {
+    }
+    if (errno != EINVAL) fail("bounding set");
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0) fail("ambient");
+    if (setresgid(GUEST_ID, GUEST_ID, GUEST_ID) != 0) fail("setresgid");
+    if (setresuid(GUEST_ID, GUEST_ID, GUEST_ID) != 0) fail("setresuid");
+    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct none[2] = {{0, 0, 0}, {0, 0, 0}};
+    if (syscall(SYS_capset, &header, none) != 0) fail("capset");
+    if (chdir("/workspace") != 0 && chdir("/") != 0) fail("chdir");
+
+    pid_t bash = fork();
+    if (bash < 0) fail("fork");
+    if (bash == 0) {
+        sigset_t none_blocked;
+        sigemptyset(&none_blocked);
+        sigprocmask(SIG_SETMASK, &none_blocked, NULL);
+        execve(argv[0], argv, envp);
+        fail(argv[0]);
+    }
+    /* init: hold none of the command's descriptors, reap orphans, end with bash */
+    close(0);
+    close(1);
+    close(2);
+    close(3);
+    for (;;) {
+        int status;
+        pid_t done = wait(&status);
+        if (done == bash) {
+            if (WIFSIGNALED(status)) _exit(128 + WTERMSIG(status));
+            _exit(WEXITSTATUS(status));
+        }
+        if (done < 0 && errno != EINTR) _exit(125);
+    }
+}
+
+static int read_full(int fd, char *buf, size_t size) {
+    while (size > 0) {
+        ssize_t n = read(fd, buf, size);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return -1;
+        buf += n;
+        size -= (size_t)n;
     }
     return 0;
 }
 
-/* In the new namespaces, as their pid 1: mounts, no capabilities, exec. Never returns. */
-static void child(char *cwd, char **argv, char **envp, const int fds[3]) {
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) die("private /");
-    if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_options) < 0) die("/tmp");
-    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-        die("/proc");
-    for (int cap = 0; cap <= 63; cap++)
-        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) die("bounding set");
-    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0) die("ambient set");
-    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct data[2];
-    memset(data, 0, sizeof data);
-    if (syscall(SYS_capset, &header, data) < 0) die("capset");
-    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null < 0 || dup2(null, 0) < 0) die("stdin");
-    for (int i = 0; i < 3; i++)
-        if (dup2(fds[i], i + 1) < 0) die("dup2");
-    syscall(SYS_close_range, 4, ~0U, 0); /* all else is close-on-exec already */
-    if (chdir(cwd) < 0 && chdir("/") < 0) die("chdir");
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    execve(argv[0], argv, envp);
-    die(argv[0]);
+/* The NUL-ended strings at *at up to an empty one (or end) as a NULL-ended vector. */
+static char **strings(char **at, char *end) {
+    size_t count = 0;
+    for (char *p = *at; p < end && *p; p += strlen(p) + 1) count++;
+    char **vector = calloc(count + 1, sizeof *vector);
+    if (vector == NULL) return NULL;
+    for (size_t i = 0; i < count; i++) {
+        vector[i] = *at;
+        *at += strlen(*at) + 1;
+    }
+    if (*at < end) (*at)++; /* the empty separator */
+    return vector;
 }
 
-static void start(uint32_t id, uint32_t length, uint32_t count, const int fds[3]) {
-    int slot = -1;
-    for (int i = 0; i < MAX_COMMANDS && slot < 0; i++)
-        if (commands[i].pid == 0) slot = i;
-    if (read_all(buffer, length) < 0) die("request");
-    if (length == 0 || buffer[length - 1] != 0 || count < 3 || count > MAX_STRINGS) {
-        errno = EPROTO;
-        die("request");
-    }
-    char **argv = NULL, **envp = NULL;
-    char *at = buffer;
-    for (uint32_t i = 0; i < count; i++) {
-        if (at >= buffer + length) { errno = EPROTO; die("request"); }
-        strings[i] = at;
-        at += strlen(at) + 1;
-    }
-    strings[count] = NULL;
-    for (uint32_t i = 1; i < count; i++)
-        if (strings[i][0] == 0) {
-            strings[i] = NULL;
-            argv = strings + 1;
-            envp = strings + i + 1;
-            break;
-        }
-    if (argv == NULL || argv[0] == NULL) { errno = EPROTO; die("request"); }
-    if (slot < 0) {
-        reply(FAILED, id, EAGAIN);
-        return;
-    }
-    long pid = syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | SIGCHLD, 0, 0, 0, 0);
-    if (pid < 0) {
-        reply(FAILED, id, errno);
-        return;
-    }
-    if (pid == 0) child(strings[0], argv, envp, fds);
-    commands[slot].pid = (pid_t)pid;
-    commands[slot].id = id;
-}
-
-static void request(void) {
-    uint32_t header[4];
-    int fds[3] = {-1, -1, -1};
+static void start(int session) {
+    uint32_t length;
+    int fds[4] = {-1, -1, -1, -1};
     char control[CMSG_SPACE(sizeof fds)];
-    struct iovec iov = {header, sizeof header};
-    struct msghdr message = {.msg_iov = &iov, .msg_iovlen = 1,
-                             .msg_control = control, .msg_controllen = sizeof control};
-    ssize_t got = recvmsg(sock, &message, MSG_CMSG_CLOEXEC);
-    if (got < 0 && errno == EINTR) return;
-    if (got == 0) _exit(0); /* the sidecar closed the session */
-    if (got < 0) die("recvmsg");
-    if (got < (ssize_t)sizeof header && read_all((char *)header + got, sizeof header - got) < 0)
-        die("request");
-    int nfds = 0;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&message); c; c = CMSG_NXTHDR(&message, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-            nfds = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-            memcpy(fds, CMSG_DATA(c), sizeof(int) * (nfds > 3 ? 3 : nfds));
-        }
-    if (header[2] > MAX_BYTES) { errno = EMSGSIZE; die("request"); }
-    if (header[0] == EXEC && nfds == 3 && !(message.msg_flags & MSG_CTRUNC)) {
-        start(header[1], header[2], header[3], fds);
-    } else if (header[0] == KILL && header[2] == 0) {
-        for (int i = 0; i < MAX_COMMANDS; i++)
-            if (commands[i].pid > 0 && commands[i].id == header[1]) kill(commands[i].pid, SIGKILL);
-    } else {
-        errno = EPROTO;
-        die("request");
+    struct iovec iov = {&length, sizeof length};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1,
+                         .msg_control = control, .msg_controllen = sizeof control};
+    ssize_t got = recvmsg(session, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+    if (got <= 0) exit(0); /* the sidecar is gone: the session ends */
+    struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
+    if (got != sizeof length || cmsg == NULL || cmsg->cmsg_type != SCM_RIGHTS ||
+        cmsg->cmsg_len != CMSG_LEN(sizeof fds) || length == 0 || length > MAX_MESSAGE)
+        exit(3); /* a broken stream cannot be resynchronised */
+    memcpy(fds, CMSG_DATA(cmsg), sizeof fds);
+    char *buf = malloc(length + 1);
+    if (buf == NULL || read_full(session, buf, length) != 0) exit(3);
+    buf[length] = '\0';
+    char *at = buf, *end = buf + length;
+    char **argv = strings(&at, end);
+    char **envp = strings(&at, end);
+    int slot = 0;
+    while (slot < MAX_COMMANDS && commands[slot].pid != 0) slot++;
+    pid_t pid = -1;
+    if (argv != NULL && envp != NULL && argv[0] != NULL && slot < MAX_COMMANDS)
+        pid = (pid_t)syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | SIGCHLD,
+                             0, 0, 0, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDONLY);
+        if (null < 0 || dup2(null, 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[2], 2) < 0 ||
+            dup2(fds[3], 3) < 0)
+            _exit(125);
+        syscall(SYS_close_range, 4, ~0u, 0);
+        command_init(argv, envp);
     }
-    for (int i = 0; i < 3 && i < nfds; i++) close(fds[i]);
+    close(fds[1]);
+    close(fds[2]);
+    close(fds[3]);
+    free(argv);
+    free(envp);
+    free(buf);
+    if (pid < 0) { /* it cannot start: report exit status 125 */
+        int status = 125 << 8;
+        (void)!write(fds[0], &status, sizeof status);
+        close(fds[0]);
+        return;
+    }
+    commands[slot] = (struct command){pid, fds[0], 0};
 }
 
-static void reap(int signals) {
-    struct signalfd_siginfo info;
-    while (read(signals, &info, sizeof info) > 0) {}
+static void reap(void) {
     int status;
     pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-        for (int i = 0; i < MAX_COMMANDS; i++)
-            if (commands[i].pid == pid) {
-                commands[i].pid = 0;
-                reply(EXIT, commands[i].id, status);
-            }
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        for (int i = 0; i < MAX_COMMANDS; i++) {
+            if (commands[i].pid != pid) continue;
+            (void)!write(commands[i].control, &status, sizeof status);
+            close(commands[i].control);
+            commands[i] = (struct command){0, -1, 0};
+            break;
+        }
+    }
 }
 
 int main(int argc, char **argv) {
@@ -203,24 +248,47 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: toolcage-runner SOCKET_FD TMP_BYTES\n");
         return 2;
     }
-    sock = atoi(argv[1]);
-    snprintf(tmp_options, sizeof tmp_options, "size=%llu,mode=1777",
-             strtoull(argv[2], NULL, 10));
-    if (fcntl(sock, F_SETFD, FD_CLOEXEC) < 0) die("socket");
-    signal(SIGPIPE, SIG_IGN);
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGCHLD);
-    if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0) die("sigprocmask");
-    int signals = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-    if (signals < 0) die("signalfd");
-    struct pollfd watched[2] = {{sock, POLLIN, 0}, {signals, POLLIN, 0}};
+    int session = atoi(argv[1]);
+    tmp_bytes = strtoull(argv[2], NULL, 10);
+    sigset_t child;
+    sigemptyset(&child);
+    sigaddset(&child, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &child, NULL);
+    int children = signalfd(-1, &child, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (children < 0) return 2;
+    struct pollfd polled[MAX_COMMANDS + 2];
+    int slots[MAX_COMMANDS + 2];
     for (;;) {
-        if (poll(watched, 2, -1) < 0) {
-            if (errno == EINTR) continue;
-            die("poll");
+        int n = 0;
+        polled[n++] = (struct pollfd){session, POLLIN, 0};
+        polled[n++] = (struct pollfd){children, POLLIN, 0};
+        for (int i = 0; i < MAX_COMMANDS; i++) {
+            if (commands[i].pid == 0 || commands[i].killed) continue;
+            slots[n] = i;
+            polled[n++] = (struct pollfd){commands[i].control, POLLIN, 0};
         }
-        if (watched[1].revents) reap(signals);
-        if (watched[0].revents) request();
+        if (poll(polled, (nfds_t)n, -1) < 0) {
+            if (errno == EINTR) continue;
+            return 2;
+        }
+        if (polled[1].revents) {
+            struct signalfd_siginfo info;
+            while (read(children, &info, sizeof info) > 0) {
+            }
+            reap();
+        }
+        for (int j = 2; j < n; j++) {
+            struct command *command = &commands[slots[j]];
+            if (polled[j].revents && command->pid != 0 && command->control == polled[j].fd) {
+                kill(command->pid, SIGKILL); /* the sidecar asked, or is gone */
+                command->killed = 1;
+            }
+        }
+        if (polled[0].revents & POLLIN) {
+            start(session);
+        } else if (polled[0].revents & (POLLHUP | POLLERR)) {
+            break;
+        }
     }
+    return 0;
 }
