@@ -214,7 +214,12 @@ async def run_unchecked(workspace: Path, command: str) -> dict[str, Any]:
     """``command`` in the sandbox without the daemon's policy (controls only)."""
     run_as = SANDBOX_UID if os.geteuid() == 0 else None
     sandbox = BubblewrapSandbox(workspace, TEST_LIMITS, network=False, run_as=run_as)
-    result = await ShellService(sandbox, TEST_LIMITS).exec("control", command, RUN_SECONDS, 4096)
+    service = ShellService(sandbox, TEST_LIMITS)
+    try:
+        result = await service.exec("control", command, RUN_SECONDS, 4096)
+    finally:
+        await service.shutdown()
+        sandbox.close()
     assert not result["timed_out"], result
     return result
 
