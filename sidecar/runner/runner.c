@@ -139,7 +139,11 @@ static void command_init(char **argv, char **envp) {
         execve(argv[0], argv, envp);
         fail(argv[0]);
     }
-    /* init: hold none of the command's descriptors, reap orphans, end with bash */
+    /* init: hold none of the command's descriptors, reap orphans, end with bash. Its uid
+     * is the command's (uid 1000 is the same host id as the 0 it had), so the kernel left
+     * it dumpable: made not dumpable, the command can neither trace it nor read its memory
+     * (a copy of the runner's, with what earlier commands sent) nor keep it from ending. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     close(0);
     close(1);
     close(2);
