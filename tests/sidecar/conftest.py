@@ -187,6 +187,46 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
+SESSION_RUNNER = b"/run/toolcage/runner\0"
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return b""
+
+
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return int(handle.read().rsplit(")", 1)[1].split()[1])
+    except (FileNotFoundError, ProcessLookupError):
+        return 0
+
+
+def session_runners(pid: int) -> set[int]:
+    """The session runners below ``pid`` (a command's init is a fork of its runner, with
+    its command line, and a child of it: those are left out)."""
+    return {
+        child
+        for child in descendants(pid)
+        if _cmdline(child).startswith(SESSION_RUNNER)
+        and not _cmdline(_parent(child)).startswith(SESSION_RUNNER)
+    }
+
+
+def command_processes(pid: int) -> set[int]:
+    """The processes below the daemon ``pid`` that belong to commands: all but the
+    session sandboxes kept between commands (each runner and the two bubblewrap
+    processes above it)."""
+    kept = session_runners(pid)
+    kept |= {_parent(runner) for runner in kept}
+    kept |= {_parent(inner) for inner in kept}
+    return descendants(pid) - kept
+
+
 def processes_running(needle: bytes) -> list[int]:
     """Pids whose command line contains ``needle`` (NUL-separated argv)."""
     pids = []

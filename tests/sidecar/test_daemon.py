@@ -19,7 +19,7 @@ import anyio
 import pytest
 from toolcage.sidecar import SidecarClient, SidecarError
 
-from .conftest import TEST_LIMITS, Daemon, descendants, processes_running, scratch
+from .conftest import TEST_LIMITS, Daemon, command_processes, processes_running, scratch
 
 pytestmark = pytest.mark.anyio
 
@@ -148,7 +148,7 @@ class TestTimeouts:
         assert result["exit_code"] is None
         assert result["stdout"] == "before\n"
         assert elapsed < 5
-        while processes_running(marker.encode()) or descendants(daemon.pid):  # noqa: ASYNC110
+        while processes_running(marker.encode()) or command_processes(daemon.pid):  # noqa: ASYNC110
             await anyio.sleep(0.02)
 
     async def test_a_background_child_dies_with_its_command(
@@ -207,7 +207,7 @@ class TestLimits:
         async def sample() -> None:
             nonlocal peak
             while not done.is_set():
-                peak = max(peak, len(descendants(daemon.pid)))
+                peak = max(peak, len(command_processes(daemon.pid)))
                 await anyio.sleep(0.02)
 
         async with anyio.create_task_group() as tg:
@@ -221,7 +221,7 @@ class TestLimits:
         # scan of /proc is no snapshot (tasks exit and fork while it reads), so it may see up
         # to about twice that. An uncontained bomb reaches thousands.
         assert 10 < peak <= 2 * (TEST_LIMITS.processes + 4)
-        while descendants(daemon.pid):  # noqa: ASYNC110 (processes, not events of ours)
+        while command_processes(daemon.pid):  # noqa: ASYNC110 (processes, not events of ours)
             await anyio.sleep(0.02)
         assert (await run(client, session, "echo still here"))["stdout"] == "still here\n"
 

@@ -30,15 +30,13 @@ from ..adversarial.principals._cast import (
     BOB,
     config_with_agents,
 )
-from .conftest import Daemon, descendants, make_workspace, processes_running
+from .conftest import Daemon, descendants, make_workspace, processes_running, session_runners
 from .test_runtime_sandbox import config_for, daemon_pid
 
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.skipif(not RUNNER.is_file(), reason="the session runner is not built"),
 ]
-
-RUNNER_GUEST = b"/run/toolcage/runner\0"
 
 
 @pytest.fixture
@@ -61,26 +59,6 @@ async def ok(runtime: Runtime, command: str, ctx: ToolExecutionContext | None = 
     return result.output_text.rpartition("\n[exit code")[0]
 
 
-def runners(pid: int) -> set[int]:
-    """The session runners among ``pid``'s descendants (each command's init is a fork of
-    its runner, with its command line, and is a child of it: those are left out)."""
-    found = set()
-    for child in descendants(pid):
-        try:
-            with open(f"/proc/{child}/cmdline", "rb") as handle:
-                if not handle.read().startswith(RUNNER_GUEST):
-                    continue
-            with open(f"/proc/{child}/stat") as handle:
-                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{parent}/cmdline", "rb") as handle:
-                if handle.read().startswith(RUNNER_GUEST):
-                    continue
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        found.add(child)
-    return found
-
-
 async def gone(needle: bytes) -> None:
     """Wait until no process's command line holds ``needle`` (the test's timeout bounds it)."""
     while processes_running(needle):  # noqa: ASYNC110 (processes, not events)
@@ -96,7 +74,7 @@ class TestOneSandboxPerSession:
     async def test_a_sessions_commands_run_in_one_sandbox(self, runtime: Runtime) -> None:
         for _ in range(3):
             assert await ok(runtime, "echo hi") == "hi"
-        assert len(runners(daemon_pid(runtime))) == 1
+        assert len(session_runners(daemon_pid(runtime))) == 1
 
     async def test_principals_and_sessions_never_share_one(self, tmp_path: Path) -> None:
         workspace = make_workspace()
@@ -108,23 +86,23 @@ class TestOneSandboxPerSession:
             refused = await run(runtime, "echo hi", ADA_REVIEWER)
             assert refused.error is not None
             assert refused.error.kind.value == "not_found"  # a restricted agent has no shell
-            assert len(runners(daemon_pid(runtime))) == 3  # ada, bob, ada's branch
+            assert len(session_runners(daemon_pid(runtime))) == 3  # ada, bob, ada's branch
 
     async def test_a_killed_runner_gives_way_to_a_new_sandbox(self, runtime: Runtime) -> None:
         assert await ok(runtime, "echo one") == "one"
-        (first,) = runners(daemon_pid(runtime))
+        (first,) = session_runners(daemon_pid(runtime))
         os.kill(first, signal.SIGKILL)
-        while first in runners(daemon_pid(runtime)):  # noqa: ASYNC110 (processes, not events)
+        while first in session_runners(daemon_pid(runtime)):  # noqa: ASYNC110 (processes, not events)
             await anyio.sleep(0.02)
         results = [await run(runtime, "echo two") for _ in range(2)]
         assert results[-1].output_text.startswith("two\n"), results[-1].envelope()
-        assert runners(daemon_pid(runtime)) - {first}
+        assert session_runners(daemon_pid(runtime)) - {first}
 
     async def test_closing_the_runtime_leaves_no_sandbox(self) -> None:
         async with Runtime.from_config(config_for(make_workspace())) as runtime:
             await ok(runtime, "echo hi")
             left = descendants(daemon_pid(runtime))
-            assert runners(daemon_pid(runtime))
+            assert session_runners(daemon_pid(runtime))
         while left & descendants(1):  # noqa: ASYNC110 (processes, not events)
             await anyio.sleep(0.02)
 
@@ -198,6 +176,6 @@ class TestWhatTheSandboxRefuses:
                 )
             )
             if command == "echo first":
-                before = runners(daemon.pid)
+                before = session_runners(daemon.pid)
         assert results[-1]["stdout"] == "alive\n"
-        assert before <= runners(daemon.pid)  # the session's runner is the same
+        assert before <= session_runners(daemon.pid)  # the session's runner is the same
