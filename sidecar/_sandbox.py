@@ -1,7 +1,9 @@
 """How one command is started: under bubblewrap, or (unsafely) straight on the host.
 
-Each command gets a sandbox of its own -- a fresh bubblewrap with new user, PID, IPC, UTS,
-cgroup and (unless the operator shares it) network namespaces::
+A command gets a sandbox -- a bubblewrap with new user, PID, IPC, UTS, cgroup and (unless
+the operator shares it) network namespaces -- of its own or, through the session's runner,
+its session's, in which it gets PID, mount, IPC and user namespaces, ``/tmp`` and
+``/proc`` of its own (:meth:`BubblewrapSandbox.session_spawn`, :mod:`._sessions`)::
 
     /usr, /bin, /lib*    read-only from the host
     /etc                 copies of loader, time-zone and lookup files, a synthetic passwd

@@ -169,6 +169,8 @@ class SidecarServer:
         try:
             async with listener, anyio.create_task_group() as tg:
                 self.service.jobs_group = tg
+                if self.service.boxes is not None:
+                    tg.start_soon(self.service.boxes.sweep_idle)
                 task_status.started()
                 await listener.serve(self._connection, task_group=tg)
         finally:

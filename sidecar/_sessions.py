@@ -189,7 +189,7 @@ class SessionSandboxes:
     ) -> SessionCommand:
         """Start ``argv`` in ``key``'s sandbox (started first when there is none, or when
         the last one broke); ``report_fd``, the write end of its report pipe, is closed."""
-        self._sweep()
+        self.sweep()
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -232,6 +232,12 @@ class SessionSandboxes:
         if box is not None:
             self._end(box)
 
+    async def sweep_idle(self) -> None:
+        """End idle sandboxes now and then, for as long as the sidecar serves."""
+        while True:
+            await anyio.sleep(IDLE_SECONDS / 4)
+            self.sweep()
+
     def close_all(self) -> None:
         for key in list(self.boxes):
             self.close(key)
@@ -245,7 +251,7 @@ class SessionSandboxes:
         if box.process.returncode is None:
             self._dead.append(box)  # reaped by a later sweep
 
-    def _sweep(self) -> None:
+    def sweep(self) -> None:
         """End idle sandboxes past :data:`IDLE_SECONDS` or :data:`MOST_SANDBOXES`, and
         reap ended ones."""
         self._dead = [box for box in self._dead if box.process.poll() is None]

@@ -30,6 +30,7 @@ from ..adversarial.principals._cast import (
     BOB,
     config_with_agents,
 )
+from ..adversarial.principals.test_files import daemon_as_nobody, project
 from .conftest import Daemon, descendants, make_workspace, processes_running, session_runners
 from .test_runtime_sandbox import config_for, daemon_pid
 
@@ -179,3 +180,34 @@ class TestWhatTheSandboxRefuses:
                 before = session_runners(daemon.pid)
         assert results[-1]["stdout"] == "alive\n"
         assert before <= session_runners(daemon.pid)  # the session's runner is the same
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to start the daemon as another uid")
+class TestUnprivilegedSidecar:
+    def test_a_daemon_as_nobody_runs_commands_in_session_sandboxes(self) -> None:
+        root = project()
+        users = root / "users"
+        users.mkdir(mode=0o700)
+        os.chown(users, 65534, 65534)
+        config = root / "toolcage.toml"
+        config.write_text('[shell]\nworkspace = "users/{user}/workspace"\n')
+        # sync, and forked before any event loop runs: the child runs one of its own
+        with daemon_as_nobody(config, root / "socket") as socket_path:
+            anyio.run(_in_session_sandboxes, socket_path)
+
+
+async def _in_session_sandboxes(socket_path: Path) -> None:
+    async with SidecarClient(socket_path=socket_path) as client:
+        for user in ("ada", "bob"):
+            done = await client.request(
+                "exec",
+                session="s",
+                user=user,
+                agent="lead",
+                command="grep ^Cap /proc/self/status; cat /proc/1/cmdline",
+                timeout=30,
+            )
+            assert done["exit_code"] == 0, done
+            caps, _, init = done["stdout"].partition("Cap")[2].rpartition("\n")
+            assert init.startswith("/run/toolcage/runner\0"), done  # forked by the runner
+            assert caps.count("0" * 16) == 5, done
