@@ -25,7 +25,7 @@
  *   setsid and nohup alike -- so nothing a command started outlives it.
  * - its own mount namespace with a fresh tmpfs /tmp of TMP_BYTES and a fresh /proc of its
  *   PID namespace, whose sys, sysrq-trigger, irq and bus are bound read-only as bubblewrap
- *   does; its own IPC namespace.
+ *   does; the session's /dev read-only, with a fresh /dev/shm; its own IPC namespace.
  * - its own user namespace, nested in the session's, mapping uid and gid 1000 onto the
  *   session's 0: the mounts above belong to the session's namespace, so the command cannot
  *   undo them, and max_user_namespaces is 0 inside it, so it can make no namespace
@@ -103,6 +103,13 @@ static void command_init(char **argv, char **envp) {
     if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, option) != 0) fail("/tmp");
     if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
         fail("/proc");
+    /* bubblewrap's /dev is the session's and writable by its uid: read-only here (device
+     * nodes stay usable), with a fresh /dev/shm, so that no command leaves a file there */
+    if (mount("/dev", "/dev", NULL, MS_BIND | MS_REC, NULL) != 0) fail("/dev");
+    if (mount(NULL, "/dev", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID, NULL) != 0)
+        fail("/dev");
+    if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, option) != 0 && errno != ENOENT)
+        fail("/dev/shm");
     int sysctl = open("/proc/sys/user", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (sysctl < 0) fail("/proc/sys/user");
     read_only("/proc/sys");

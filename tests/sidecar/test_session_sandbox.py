@@ -113,6 +113,15 @@ class TestEachCommandApart:
         assert await ok(runtime, "echo x > /tmp/left; ls /tmp") == "left"
         assert await ok(runtime, "ls -A /tmp") == ""
 
+    async def test_dev_shm_is_the_commands_own_and_dev_is_read_only(
+        self, runtime: Runtime, unchecked: SidecarClient
+    ) -> None:
+        assert await ok(runtime, "echo x > /dev/shm/left; ls /dev/shm") == "left"
+        assert await ok(runtime, "ls -A /dev/shm") == ""
+        result = await sh(unchecked, "touch /dev/x || rm -f /dev/null")
+        assert result["exit_code"] != 0, result
+        assert "Read-only file system" in result["stderr"], result
+
     async def test_a_command_sees_only_its_own_processes(self, runtime: Runtime) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(run, runtime, "sleep 2", ADA)
