@@ -103,6 +103,11 @@ static void command_init(char **argv, char **envp) {
     if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, option) != 0) fail("/tmp");
     if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
         fail("/proc");
+    /* bubblewrap's root is a tmpfs the session's uid owns, holding /bin, /lib* (links) and
+     * /run: read-only here, or a command could leave a /bin/bash that every later command
+     * of the session runs in place of the prelude, its limits and the checked command */
+    if (mount(NULL, "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL))
+        fail("read-only /");
     /* bubblewrap's /dev is the session's and writable by its uid: read-only here (device
      * nodes stay usable), with a fresh /dev/shm, so that no command leaves a file there */
     if (mount("/dev", "/dev", NULL, MS_BIND | MS_REC, NULL) != 0) fail("/dev");

@@ -47,3 +47,16 @@ async def test_a_command_cannot_read_or_trace_its_init(unchecked: SidecarClient)
     assert result["exit_code"] != 0, result
     assert result["stderr"].count("Permission denied") == 2, result
     assert secret not in result["stdout"], result
+
+
+async def test_a_command_leaves_nothing_in_the_sandboxs_root(unchecked: SidecarClient) -> None:
+    """The root holds /bin and the others as links: a command that could replace one would
+    run its own program, not bash with the prelude and its limits, for every later command."""
+    session = f"root-{uuid.uuid4().hex[:8]}"
+    plant = "rm /bin; mkdir /run/planted; touch /planted; ls -d /bin /run/planted /planted"
+    planted = await sh(unchecked, session, plant)
+    assert planted["stderr"].count("Read-only file system") == 3, planted
+    after = await sh(unchecked, session, "readlink /bin; ls / /run")
+    assert after["exit_code"] == 0, after
+    assert after["stdout"].splitlines()[0] == "usr/bin", after
+    assert "planted" not in after["stdout"], after
