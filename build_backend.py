@@ -4,9 +4,12 @@ A wheel built from a clean tree (``pip wheel .``, ``pip install .``) carries
 ``toolcage/wasm_tools/modules/*.wasm``: the C guests compiled by ``wasm_tools/build.py``
 with the ``ziglang`` pinned in the ``dev`` extra, and ``python_exec.wasm`` built by
 ``wasm_tools/_python_build.py`` with the pinned ``componentize-py`` and ``tzdata`` (taken
-from the per-user cache when the same inputs were built before). Only a wheel asks for
-them as build requirements: an editable install (``make install``) skips the builds, since
-``make wasm`` builds the modules in the tree with the tools of the virtualenv.
+from the per-user cache when the same inputs were built before), and the shell sidecar's
+session runner ``toolcage/sidecar/runner/toolcage-runner``, a static binary built by
+``wasm_tools/_runner_build.py`` with the same zig for the machine the wheel is built on.
+Only a wheel asks for them as build requirements: an editable install (``make install``)
+skips the builds, since ``make wasm`` builds them in the tree with the tools of the
+virtualenv.
 """
 
 from __future__ import annotations
@@ -51,17 +54,25 @@ def get_requires_for_build_wheel(config_settings: dict[str, str] | None = None) 
     ]
 
 
+PACKAGE = "_toolcage_wasm_tools"
+"""The tree's ``wasm_tools`` folder, imported under this name while the wheel builds (the
+``toolcage`` package is not importable then)."""
+
+
 def _guest_build(name: str = "build") -> ModuleType:
-    """``wasm_tools/NAME.py`` of this tree (the package is not importable while it builds)."""
-    spec = importlib.util.spec_from_file_location(
-        f"_toolcage_guest_{name}", ROOT / "wasm_tools" / f"{name}.py"
-    )
-    if spec is None or spec.loader is None:
-        raise ImportError(f"wasm_tools/{name}.py cannot be loaded")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    """``wasm_tools/NAME.py`` of this tree, a module of :data:`PACKAGE` (so that its relative
+    imports of the other build modules work)."""
+    if PACKAGE not in sys.modules:
+        folder = ROOT / "wasm_tools"
+        spec = importlib.util.spec_from_file_location(
+            PACKAGE, folder / "__init__.py", submodule_search_locations=[str(folder)]
+        )
+        if spec is None or spec.loader is None:
+            raise ImportError("wasm_tools/__init__.py cannot be loaded")
+        package = importlib.util.module_from_spec(spec)
+        sys.modules[PACKAGE] = package
+        spec.loader.exec_module(package)
+    return importlib.import_module(f"{PACKAGE}.{name}")
 
 
 class BuildPy(build_py):
@@ -75,6 +86,8 @@ class BuildPy(build_py):
         out = Path(self.build_lib, "toolcage", "wasm_tools", "modules")
         build.build_all(out_dir=out)
         _guest_build("_python_build").build_default(out=out / "python_exec.wasm")
+        runner = Path(self.build_lib, "toolcage", "sidecar", "runner", "toolcage-runner")
+        _guest_build("_runner_build").build_runner(runner, force=True)
         sources = {source.stem for source in build.TOOLS.glob("*.c")} | {
             *build.SHARED,
             "python_exec",

@@ -122,6 +122,11 @@ class TestWheel:
         assert not [name for name in names if name.startswith("toolcage/wasm_tools/vendor/")]
         assert not [name for name in names if name.endswith((".c", ".h")) and "/sdk/" not in name]
 
+    def test_carries_the_shell_session_runner(self, installed: Installed) -> None:
+        names = set(zipfile.ZipFile(installed.wheel).namelist())
+        assert "toolcage/sidecar/runner/toolcage-runner" in names
+        assert "toolcage/sidecar/runner/runner.c" not in names
+
     def test_carries_the_guest_sdk_and_the_abi(self, installed: Installed) -> None:
         names = set(zipfile.ZipFile(installed.wheel).namelist())
         for path in (ROOT / "wasm_tools" / "sdk").iterdir():

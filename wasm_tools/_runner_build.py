@@ -33,14 +33,16 @@ def target() -> str | None:
     return None if arch is None or sys.platform != "linux" else f"{arch}-linux-musl"
 
 
-def build_runner(*, force: bool = False) -> Path | None:
-    """Build the runner when stale; its path if it was (re)built."""
+def build_runner(out: Path = RUNNER, *, force: bool = False) -> Path | None:
+    """Build the runner into ``out`` (the tree's, by default) when stale; its path if it
+    was (re)built."""
     zig_target = target()
     if zig_target is None or not SOURCE.is_file():
         return None
-    if not force and not is_stale(RUNNER, [SOURCE, Path(__file__)]):
+    if not force and not is_stale(out, [SOURCE, Path(__file__)]):
         return None
-    fd, name = tempfile.mkstemp(dir=RUNNER_DIR, prefix=".toolcage-runner-")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=out.parent, prefix=".toolcage-runner-")
     os.close(fd)
     tmp = Path(name)
     command = [sys.executable, "-m", "ziglang", "cc", f"--target={zig_target}", *CFLAGS]
@@ -53,9 +55,9 @@ def build_runner(*, force: bool = False) -> Path | None:
             env=zig_environment(),
         )
         if done.returncode != 0:
-            raise BuildError(f"compiling {RUNNER.name} failed:\n{done.stderr}")
+            raise BuildError(f"compiling {out.name} failed:\n{done.stderr}")
         tmp.chmod(0o755)
-        tmp.replace(RUNNER)
+        tmp.replace(out)
     finally:
         tmp.unlink(missing_ok=True)
-    return RUNNER
+    return out
