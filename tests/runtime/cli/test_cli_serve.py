@@ -247,6 +247,30 @@ class TestLifetime:
         assert not server.socket.exists()
         assert not sleeping(str(server.socket))  # no process of it is left
 
+    def test_sigterm_lets_the_call_in_flight_finish(self, tmp_path: Path) -> None:
+        config = tmp_path / "toolcage.toml"
+        config.write_text(HOST_SHELL)
+        (tmp_path / "workspace").mkdir()
+        slow = json.dumps({"command": "touch started && sleep 1 && echo done"})
+        with serving(tmp_path, "--config", str(config), "--approve") as server:
+            args = ["--config", str(config), "--approve", "--server", str(server.socket)]
+            client = subprocess.Popen(
+                [*COMMAND, "call", "shell_exec", slow, *args],
+                cwd=tmp_path,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            while not (tmp_path / "workspace" / "started").exists():
+                assert client.poll() is None, client.communicate()
+                time.sleep(0.02)
+            status, stderr = server.stop()
+            out, err = client.communicate(timeout=120)
+        assert (status, "Traceback" in stderr) == (0, False)
+        assert client.returncode == 0, err
+        assert "done" in json.loads(out)["result"]
+        assert not server.socket.exists()
+
     def test_a_client_killed_mid_call_leaves_the_server_serving(self, tmp_path: Path) -> None:
         config = tmp_path / "toolcage.toml"
         config.write_text(HOST_SHELL)
