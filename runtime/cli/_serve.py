@@ -51,7 +51,8 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from .._errors import UsageError
+from .._errors import ToolValidationError, UsageError
+from .._result import ToolResult
 from .._runtime import Runtime
 from .._tool import DEFAULT_CONTEXT
 from ..mcp.serve._socket import peer_uid, unix_listener
@@ -249,11 +250,12 @@ class _Server:
             await _write(conn, reply)
 
     async def _call(self, request: object) -> dict[str, Any]:
-        if not isinstance(request, dict):
-            request = {}
-        name, arguments = request.get("name"), request.get("arguments", "{}")
+        name = request.get("name") if isinstance(request, dict) else None
+        arguments = request.get("arguments", "{}") if isinstance(request, dict) else None
         if not isinstance(name, str) or not isinstance(arguments, str):
-            name, arguments = str(name), "" if arguments is None else str(arguments)
+            problem = ToolValidationError('call must be {"name": NAME, "arguments": "JSON text"}')
+            refused = ToolResult.failure(name if isinstance(name, str) else "", problem)
+            return {"envelope": refused.envelope(), "display": ""}
         result = argv_problem(name, arguments)  # the in-process call's own check
         if result is None:
             result = await self._runtime.execute(name, arguments)

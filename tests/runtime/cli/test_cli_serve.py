@@ -155,6 +155,15 @@ class TestCallsThroughTheServer:
         assert [r["status"] for r in replies] == ["success", "error", "success"]
         assert replies[1]["line"] == 2
 
+    def test_a_malformed_call_is_answered_and_the_connection_goes_on(self, tmp_path: Path) -> None:
+        workspace_file(tmp_path)
+        read = {"name": "file_read", "arguments": '{"path": "/workspace/a.md"}'}
+        with serving(tmp_path) as server:
+            replies = exchange(server.socket, {"call": {"name": 1}}, {"call": "x"}, {"call": read})
+        assert [r["envelope"]["status"] for r in replies] == ["error", "error", "success"]
+        assert "call must be" in replies[0]["envelope"]["message"]
+        assert replies[2]["display"] == "Read a.md (1 line)"
+
     def test_two_clients_at_once(self, tmp_path: Path) -> None:
         config = tmp_path / "toolcage.toml"
         config.write_text(HOST_SHELL)
