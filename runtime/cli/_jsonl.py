@@ -159,6 +159,18 @@ def answer(envelope: dict[str, Any], call_id: Any, number: int) -> dict[str, Any
     return envelope
 
 
+def argv_problem(name: str, arguments: str) -> ToolResult | None:
+    """A ``validation_error`` when the name or the arguments are not UTF-8 (argv holds the
+    operating system's bytes; Python keeps the undecodable ones as lone surrogates)."""
+    for value, what in ((name, "the tool name"), (arguments, "the arguments")):
+        try:
+            os.fsencode(value).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problem = ToolValidationError(f"{what}: not valid UTF-8 (byte {exc.start + 1})")
+            return ToolResult.failure("" if value is name else name, problem)
+    return None
+
+
 def write_json_line(sink: TextIO, value: dict[str, Any]) -> None:
     """``value`` as one line of JSON; non-ASCII is kept unless ``sink`` cannot encode it."""
     try:

@@ -4,6 +4,9 @@
     toolcage tools [--config FILE] [--json]
     toolcage call NAME 'JSON' [--config FILE] [--approve]
     toolcage call --jsonl [--config FILE] [--approve]   one {"tool", "arguments", "id"} per line
+    toolcage call ... --server PATH                       the call, answered by ``toolcage serve``
+    toolcage serve [--config FILE] --socket PATH [--approve]
+                                                          answer calls on a Unix socket
     toolcage check [--config FILE]                        is this machine ready for the config?
     toolcage scheduler [--config FILE] --provider P --base-url URL --model M
                                                           fire due schedules until SIGTERM
@@ -37,6 +40,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import anyio
 from toolcage.policies import ConfigError
@@ -44,18 +48,19 @@ from toolcage.policies._log_format import add_logging_arguments, configure_loggi
 
 from .._approval import Approval, ApprovalRequest, CallbackApproval
 from .._channel import JsonLinesChannel
-from .._errors import ToolValidationError, UsageError
-from .._result import ToolResult
+from .._errors import UsageError
 from .._runtime import Runtime
 from .._tool import DEFAULT_CONTEXT
 from .._version import toolcage_version
 from ._audit import add_parser as add_audit_parser
 from ._audit import run_audit
+from ._client import SERVER_ENV
 from ._jsonl import (
     LINE_OVERHEAD,
     LineError,
     LineReader,
     answer,
+    argv_problem,
     error_answer,
     parse_call_line,
     write_json_line,
@@ -129,6 +134,15 @@ def _main(argv: list[str]) -> int:
         return EXIT_USAGE
     if getattr(args, "approve", False):
         runtime.approval = CallbackApproval(_approve_all)
+    if args.command == "serve":
+        from ._serve import Served, serve  # the socket server, only for this command
+
+        served = Served.at_start(args.config, args.approve)
+        try:
+            return anyio.run(serve, runtime, served, Path(args.socket))
+        except UsageError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     if args.command == "mcp":
         from ._mcp import run_mcp  # the MCP SDK, only for this command
 
@@ -169,6 +183,18 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     call.add_argument(
         "--approve", action="store_true", help="approve privileged calls (you are the approver)"
     )
+    call.add_argument(
+        "--server",
+        metavar="PATH",
+        help=f"send the call to a running toolcage serve (also ${SERVER_ENV})",
+    )
+    serve = commands.add_parser(
+        "serve", help="answer toolcage call --server on a Unix socket only your uid may use"
+    )
+    serve.add_argument("--socket", metavar="PATH", required=True, help="the socket to create")
+    serve.add_argument(
+        "--approve", action="store_true", help="approve privileged calls (you are the approver)"
+    )
     check = commands.add_parser(
         "check", help="check the config and this machine: guests, bubblewrap, the sidecar"
     )
@@ -188,7 +214,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
         action="store_true",
         help="UNSAFE: serve --http on loopback without a token (every local account gets in)",
     )
-    for sub in (tools, call, check, mcp):
+    for sub in (tools, call, check, mcp, serve):
         sub.add_argument("--config", metavar="FILE", help="operator config (TOML)")
     add_scheduler_parser(commands, arguments=command in (None, "scheduler"))
     add_new_tool_parser(commands)
@@ -239,7 +265,7 @@ async def _list_tools(runtime: Runtime, as_json: bool) -> int:
 
 
 async def _call_one(runtime: Runtime, name: str, arguments: str) -> int:
-    result = _argv_problem(name, arguments)
+    result = argv_problem(name, arguments)
     if result is None:
         async with runtime:
             result = await runtime.execute(name, arguments)
@@ -247,18 +273,6 @@ async def _call_one(runtime: Runtime, name: str, arguments: str) -> int:
     if result.display:
         print(result.display, file=sys.stderr)
     return EXIT_TOOL_ERROR if result.is_error else EXIT_OK
-
-
-def _argv_problem(name: str, arguments: str) -> ToolResult | None:
-    """A ``validation_error`` when the name or the arguments are not UTF-8 (argv holds the
-    operating system's bytes; Python keeps the undecodable ones as lone surrogates)."""
-    for value, what in ((name, "the tool name"), (arguments, "the arguments")):
-        try:
-            os.fsencode(value).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            problem = ToolValidationError(f"{what}: not valid UTF-8 (byte {exc.start + 1})")
-            return ToolResult.failure("" if value is name else name, problem)
-    return None
 
 
 async def _call_lines(runtime: Runtime, fd: int) -> int:
