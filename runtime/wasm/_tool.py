@@ -53,9 +53,9 @@ from toolcage.host_bindings import (
     text_messages,
 )
 from toolcage.host_bindings._relay import unwrapped
-from toolcage.policies import MountError, MountPolicy, SessionKind
+from toolcage.policies import GrantedMount, MountError, MountPolicy, SessionKind
 
-from .._deadline import current_deadline
+from .._deadline import CallDeadline, current_deadline
 from .._errors import PermissionDeniedError, ToolExecutionError, UsageError
 from .._observe import current_trace
 from .._result import ToolResult
@@ -208,6 +208,37 @@ class WasmTool(DeclaredTool):
         self._inline = spec.safety_tier is SafetyTier.READ_ONLY and all(
             b.name in INLINE_BINDINGS for b in self.bindings
         )
+        # ... and such a guest that needs nothing else may finish with no task at all.
+        self._now = (
+            self._inline and not self._preopens and self._outbox is None and not spec.replaces
+        )
+
+    def execute_now(
+        self, args: Mapping[str, Any], ctx: ToolExecutionContext, deadline: CallDeadline
+    ) -> ToolResult | None:
+        """Run the guest on the calling thread, when it can finish there: its result (or its
+        ToolError); None when it did not run to its end here -- :meth:`execute` runs it then.
+
+        The pipeline calls this first, with the call's ``deadline``, and runs no task for a
+        call it finishes (see :meth:`WasmToolRunner.run_now`): only a read-only guest whose
+        host calls never wait, that needs no preopens, sends nothing and replaces no file.
+        """
+        if not self._now:
+            return None
+        worker = ctx.session_kind is SessionKind.WORKER
+        mounts, bindings = self._grants(ctx, worker)
+        state = self._state(ctx, mounts, bindings, min(deadline.at, _deadline(self.timeout)))
+        try:
+            return self.runner.run_now(
+                self.name,
+                self._arguments(args, ctx),
+                self.limits,
+                bindings=bindings,
+                state=state,
+                deadline=deadline,
+            )
+        except LinkError as exc:
+            raise self._refused(exc, worker) from exc
 
     async def execute(self, args: Mapping[str, Any], ctx: ToolExecutionContext) -> ToolResult:
         """Run the guest once with the ``args`` document."""
@@ -217,48 +248,19 @@ class WasmTool(DeclaredTool):
                 f"{self.name} cannot send anything: no channel is connected to this runtime "
                 "(the host passes one to Runtime.from_config(channel=...))"
             )
-        document = dict(args)
-        if "attachments" in self.spec.needs:
-            document["_attachments"] = [
-                {
-                    "name": a.name,
-                    "mime_type": a.mime_type,
-                    "data": base64.b64encode(a.data).decode("ascii"),
-                }
-                for a in ctx.attachments
-            ]
-        try:
-            mounts = self.mounts.mounts_for(self.name, self.safety_tier.value, ctx.principal)
-        except MountError as exc:
-            raise ToolExecutionError(f"the mounts are misconfigured: {exc}") from exc
-        bindings = self.bindings
-        if worker:
-            mounts = tuple(replace(m, writable=False) if m.writable else m for m in mounts)
-            bindings = self._worker_bindings
+        mounts, bindings = self._grants(ctx, worker)
         channel_id = ctx.send_channel_id
         replacement = None
         if self.spec.replaces is not None:
             replacement = self.spec.replaces.prepare(args, mounts)
-        state = None
-        if bindings:
-            state = CallState(
-                tool_name=self.name,
-                deadline=_deadline(self.limits.timeout),
-                progress=lambda message, fraction: _progress(ctx, message, fraction),
-                log=lambda level, message: _log_line(self.name, level, message),
-                mounts=mounts,
-                principal=ctx.principal,
-                reply_bytes=self.limits.reply_bytes,
-                decide=None if (trace := current_trace()) is None else trace.decide,
-            )
+        state = self._state(ctx, mounts, bindings, _deadline(self.limits.timeout))
         try:
+            document = self._document(args, ctx)
             if replacement is not None:
                 document.update(replacement.create())  # removed by discard, below
-            # ASCII JSON: a lone surrogate in a string cannot break the UTF-8 of argv.
-            arguments = json.dumps(document).encode()
             result = await self.runner.run(
                 self.name,
-                arguments,
+                _encoded(document),
                 mounts if self._preopens else (),
                 self.limits,
                 bindings=bindings,
@@ -277,19 +279,80 @@ class WasmTool(DeclaredTool):
                         await _send(self.channel, media)
             return result
         except LinkError as exc:
-            if worker:
-                raise PermissionDeniedError(
-                    f"{self.name} cannot run in a worker session, which only reads (files, "
-                    f"the user's notes, the web): {exc}",
-                    details={"session_kind": SessionKind.WORKER.value},
-                ) from exc
-            # The operator took a capability away ([egress.grants]): the tool cannot run.
-            raise PermissionDeniedError(str(exc)) from exc
+            raise self._refused(exc, worker) from exc
         finally:
             if replacement is not None:
                 replacement.discard()
             if self._outbox is not None and state is not None:
                 self._outbox.take(state)  # what a failed guest handed over is not sent
+
+    def _grants(
+        self, ctx: ToolExecutionContext, worker: bool
+    ) -> tuple[tuple[GrantedMount, ...], tuple[HostBinding, ...]]:
+        """The call's mounts (its principal's) and bindings: read-only mounts and the
+        bindings a worker may have in a worker session."""
+        try:
+            mounts = self.mounts.mounts_for(self.name, self.safety_tier.value, ctx.principal)
+        except MountError as exc:
+            raise ToolExecutionError(f"the mounts are misconfigured: {exc}") from exc
+        if worker:
+            mounts = tuple(replace(m, writable=False) if m.writable else m for m in mounts)
+            return mounts, self._worker_bindings
+        return mounts, self.bindings
+
+    def _state(
+        self,
+        ctx: ToolExecutionContext,
+        mounts: tuple[GrantedMount, ...],
+        bindings: tuple[HostBinding, ...],
+        deadline: float,
+    ) -> CallState | None:
+        """What the host functions of one call see (None when the guest has no bindings)."""
+        if not bindings:
+            return None
+        return CallState(
+            tool_name=self.name,
+            deadline=deadline,
+            progress=lambda message, fraction: _progress(ctx, message, fraction),
+            log=lambda level, message: _log_line(self.name, level, message),
+            mounts=mounts,
+            principal=ctx.principal,
+            reply_bytes=self.limits.reply_bytes,
+            decide=None if (trace := current_trace()) is None else trace.decide,
+        )
+
+    def _document(self, args: Mapping[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
+        """The guest's arguments document: ``args``, and the turn's attachments if needed."""
+        document = dict(args)
+        if "attachments" in self.spec.needs:
+            document["_attachments"] = [
+                {
+                    "name": a.name,
+                    "mime_type": a.mime_type,
+                    "data": base64.b64encode(a.data).decode("ascii"),
+                }
+                for a in ctx.attachments
+            ]
+        return document
+
+    def _arguments(self, args: Mapping[str, Any], ctx: ToolExecutionContext) -> bytes:
+        return _encoded(self._document(args, ctx))
+
+    def _refused(self, exc: LinkError, worker: bool) -> PermissionDeniedError:
+        """The error of a call whose guest imports a binding it is not granted."""
+        if worker:
+            return PermissionDeniedError(
+                f"{self.name} cannot run in a worker session, which only reads (files, "
+                f"the user's notes, the web): {exc}",
+                details={"session_kind": SessionKind.WORKER.value},
+            )
+        # The operator took a capability away ([egress.grants]): the tool cannot run.
+        return PermissionDeniedError(str(exc))
+
+
+def _encoded(document: dict[str, Any]) -> bytes:
+    # ASCII JSON: a lone surrogate in a string cannot break the UTF-8 of argv.
+    return json.dumps(document).encode()
 
 
 async def _send(channel: Channel, message: ChannelMessage) -> None:

@@ -26,8 +26,9 @@ import anyio
 from toolcage.host_bindings import CallState, FsBinding, current_call
 from toolcage.policies import GrantedMount
 from toolcage.runtime import Runtime, ToolExecutionContext
+from toolcage.runtime._deadline import CallDeadline
 from toolcage.runtime._path_check import PathCheck
-from toolcage.runtime.wasm import GuestLimits, WasmEngine, WasmToolRunner
+from toolcage.runtime.wasm import GuestLimits, WasmEngine, WasmTool, WasmToolRunner
 from toolcage.runtime.wasm._capi import GuestStore, define_raw_func
 from toolcage.runtime.wasm._control import STOP_MESSAGE, CallControl
 from toolcage.runtime.wasm._outcome import GuestRun, outcome
@@ -83,13 +84,15 @@ async def _file_read(root: Path) -> dict[str, list[float]]:
         # pipeline (what the runner does not do of it is WasmTool.execute's own work).
         check = next(c for c in runtime.pipeline.checks if isinstance(c, PathCheck))
         tool = runtime.pipeline.registry.get("file_read")
+        assert isinstance(tool, WasmTool)
         ctx = ToolExecutionContext()
         for _ in range(READS):
             started = clock()
             checked = check.check(tool, args, ctx)
             times["path check"].append(clock() - started)
             started = clock()
-            await tool.execute(checked, ctx)
+            deadline = CallDeadline(time.monotonic() + tool.timeout, tool.timeout)
+            assert tool.execute_now(checked, ctx, deadline) is not None  # as the pipeline runs it
             times["tool"].append(clock() - started)
         for _ in range(SPAWNED_READS):
             _spawn()
@@ -132,7 +135,8 @@ async def _file_read(root: Path) -> dict[str, list[float]]:
 
 
 def _bare_runner(engine: WasmEngine, mount: GrantedMount, times: dict[str, list[float]]) -> None:
-    """The runner alone, then each of its steps (as ``WasmToolRunner._run_sync`` takes them)."""
+    """The runner alone (as the pipeline has it run file_read: on the calling thread), then
+    each of its steps (as ``WasmToolRunner._run_sync`` takes them)."""
     runner = WasmToolRunner(engine)
     stdin, limits = b'{"path": "/workspace/page.txt"}', GuestLimits(timeout=10)
     fs = [FsBinding(define_raw_func)]
@@ -142,11 +146,12 @@ def _bare_runner(engine: WasmEngine, mount: GrantedMount, times: dict[str, list[
         return CallState("file_read", time.monotonic() + 10, _ignore, _ignore, mounts=(mount,))
 
     for _ in range(50):
-        runner.run_sync("file_read", stdin, (), limits, bindings=fs, state=state())
+        runner.run_now("file_read", stdin, limits, bindings=fs, state=state())
     for _ in range(READS):
         started = clock()
-        runner.run_sync("file_read", stdin, (), limits, bindings=fs, state=state())
+        done = runner.run_now("file_read", stdin, limits, bindings=fs, state=state())
         times["runner"].append(clock() - started)
+        assert done is not None  # it ran on this thread, as file_read does in the pipeline
     pre = runner.prepare("file_read", fs)
     control = CallControl(time.monotonic() + 3600)
     engine.enter(control)
@@ -201,8 +206,8 @@ def run() -> list[str]:
         f"  bare WasmToolRunner (store + instance + guest + fs read + result): "
         f"median {us(med['runner'])}; pipeline and tool around it: {us(p_med - med['runner'])}",
         f"  runner's steps: {split}",
-        f"  around the runner: path check {us(med['path check'])}, WasmTool.execute (its "
-        f"call state, arguments, the runner's async entry) {us(med['tool'] - med['runner'])}, "
+        f"  around the runner: path check {us(med['path check'])}, WasmTool.execute_now (its "
+        f"mounts, call state and arguments) {us(med['tool'] - med['runner'])}, "
         f"the rest of the pipeline (lookup, validation, deadline, bounds) "
         f"{us(p_med - med['tool'] - med['path check'])}",
         f"  plain Python read: median {us(med['python'])} "
