@@ -218,6 +218,16 @@ class WasmEngine:
             if got:
                 self._slots.release()
 
+    def take_slot(self) -> bool:
+        """Take one of the pool's instance slots if one is free now; whether it did. What
+        :meth:`slot` does without waiting, minus its context manager (a run on the event
+        loop's thread takes one per call). Give it back with :meth:`give_slot`."""
+        return self._slots.acquire(blocking=False)
+
+    def give_slot(self) -> None:
+        """Give back a slot :meth:`take_slot` took."""
+        self._slots.release()
+
     def leave(self, control: CallControl) -> None:
         """Count a guest run as ended (its store closed); the last one may release the engine."""
         with self._lock:

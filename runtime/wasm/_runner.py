@@ -301,14 +301,17 @@ class WasmToolRunner:
         state: CallState | None,
     ) -> GuestRun | None:
         """A counted run in the calling thread; None when no instance slot is free now."""
+        engine = self.engine
         self._enter(prepared.key[0], control)
         try:
-            with self.engine.slot(wait=False) as got:
-                if not got:
-                    return None
+            if not engine.take_slot():
+                return None
+            try:
                 return self._run_sync(prepared, arguments, mounts, limits, control, state)
+            finally:
+                engine.give_slot()
         finally:
-            self.engine.leave(control)
+            engine.leave(control)
 
     def _release(self) -> None:
         """Free the prepared and compiled modules (the engine is being released)."""
