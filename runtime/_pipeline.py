@@ -22,7 +22,8 @@ In order, each step able to end the call with its own error envelope:
    it, see :mod:`._deadline`), with the seconds elapsed and the limit in its ``details``;
    any exception becomes ``execution_error``. A tool that can finish on the calling thread
    (:data:`FinishNow`: a guest that reads through ``fs``) is asked to first, with the call's
-   deadline, at which it stops its own work: a call it finishes has no task;
+   deadline, at which it stops its own work: a call it finishes has no task (and yields to
+   the event loop only when :data:`TURN_EVERY` has passed since such a call last did);
 9. **bound** -- an error's message and details pass through the runtime's
    :class:`~toolcage.policies.Redactor` (an error leaves the process: to the model, the
    embedder's logs, the audit log, a span); images beyond the ``[images]`` limits become a
@@ -52,6 +53,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from toolcage.policies import ImagesConfig, LimitsConfig, Redactor, ToolLimits, ToolLimitsTable
 
 from ._approval import SafetyGate
@@ -94,6 +96,12 @@ thread when the tool can finish it there, stopping its own work at ``deadline``;
 did not, and the pipeline runs ``execute`` under the deadline as for any tool. A call it
 finishes costs no task and no turn of the event loop (a guest that reads a file through
 ``fs`` finishes that way, see :meth:`~.wasm.WasmTool.execute_now`)."""
+
+
+TURN_EVERY = 0.005
+"""Seconds after which a call its tool finishes on the calling thread first yields to the
+event loop once: such calls back to back never wait on it otherwise, and other tasks, timers
+(a caller's ``move_on_after`` among them) and cancellation need their turn."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +163,8 @@ class ToolPipeline:
         """The operator's rate limits, when configured: each call spends from them."""
         self.redactor = Redactor()
         """What every error message passes through (the runtime sets its own)."""
+        self._turned = 0.0
+        """When a call that finishes on the calling thread last yielded to the event loop."""
         self._specs: dict[str, ArgumentSpec] = {}
         self._plans: dict[str, _Plan] = {}
 
@@ -239,11 +249,15 @@ class ToolPipeline:
         limits = plan.limits
         timeout = limits.timeout
         gate = plan.gate
+        now = plan.now
+        if now is not None and time.monotonic() - self._turned > TURN_EVERY:
+            await anyio.lowlevel.checkpoint()
+            self._turned = time.monotonic()
         began = time.monotonic()
         try:
             result = None
-            if plan.now is not None:
-                result = plan.now(checked, ctx, CallDeadline(began + timeout, timeout))
+            if now is not None:
+                result = now(checked, ctx, CallDeadline(began + timeout, timeout))
             if result is None:
                 if gate is None:
                     work = tool.execute(checked, ctx)

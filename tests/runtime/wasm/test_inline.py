@@ -155,3 +155,21 @@ class TestThroughThePipeline:
         # no task and no turn of the loop for the call (one the machine stalls past the
         # budget on the loop's thread runs on a guest thread, with turns)
         assert without_a_turn > 0
+
+    async def test_calls_back_to_back_still_give_the_loop_its_turns(self, tmp_path: Path) -> None:
+        # a caller's own deadline is a timer of the event loop: it fires, and the loop of
+        # calls ends, although each call could finish without the loop
+        (tmp_path / "ws").mkdir()
+        (tmp_path / "ws" / "a.txt").write_text("hello\n")
+        (tmp_path / "toolcage.toml").write_text(
+            '[[mounts.areas]]\nhost = "ws"\nguest = "/workspace"\n'
+            'tiers = { read_only = "ro", side_effecting = "rw" }\n'
+        )
+        calls = 0
+        async with Runtime.from_config(tmp_path / "toolcage.toml") as runtime:
+            for _ in range(20):  # compiled and warm: the calls run on this thread
+                await runtime.execute("file_read", {"path": "/workspace/a.txt"})
+            with anyio.move_on_after(0.05) as scope:
+                for calls in range(1, 100_000):  # noqa: B007 - counted for the message
+                    await runtime.execute("file_read", {"path": "/workspace/a.txt"})
+        assert scope.cancelled_caught, f"{calls} calls ran past their caller's deadline"
