@@ -20,7 +20,10 @@ In order, each step able to end the call with its own error envelope:
    for its turn, inside the deadline (see :mod:`._concurrency`); ``timeout`` on time even
    if the tool ignores cancellation (a tool that stops its own work at the deadline reports
    it, see :mod:`._deadline`), with the seconds elapsed and the limit in its ``details``;
-   any exception becomes ``execution_error``;
+   any exception becomes ``execution_error``. A tool that can finish on the calling thread
+   (:data:`FinishNow`: a guest that reads through ``fs``) is asked to first, with the call's
+   deadline, at which it stops its own work: a call it finishes has no task (and yields to
+   the event loop only when :data:`TURN_EVERY` has passed since such a call last did);
 9. **bound** -- an error's message and details pass through the runtime's
    :class:`~toolcage.policies.Redactor` (an error leaves the process: to the model, the
    embedder's logs, the audit log, a span); images beyond the ``[images]`` limits become a
@@ -45,18 +48,19 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from toolcage.policies import ImagesConfig, LimitsConfig, Redactor, ToolLimits, ToolLimitsTable
 
 from ._approval import SafetyGate
 from ._arguments import ArgumentSpec, normalise_arguments, validate_arguments
 from ._bounds import bound_error, bound_result, detach
 from ._concurrency import ConcurrencyGates, ToolGate
-from ._deadline import STOP_GRACE, DeadlineExceeded, run_with_deadline
+from ._deadline import STOP_GRACE, CallDeadline, DeadlineExceeded, run_with_deadline
 from ._decoding import MAX_NAME_CHARS, checked_tool_name, decode_arguments
 from ._errors import (
     ToolBlockedError,
@@ -86,6 +90,20 @@ from ._tool import (
 logger = logging.getLogger("toolcage")
 
 
+FinishNow = Callable[[Mapping[str, Any], ToolExecutionContext, CallDeadline], ToolResult | None]
+"""A tool's optional ``execute_now(args, ctx, deadline)``: the call run on the calling
+thread when the tool can finish it there, stopping its own work at ``deadline``; None when it
+did not, and the pipeline runs ``execute`` under the deadline as for any tool. A call it
+finishes costs no task and no turn of the event loop (a guest that reads a file through
+``fs`` finishes that way, see :meth:`~.wasm.WasmTool.execute_now`)."""
+
+
+TURN_EVERY = 0.005
+"""Seconds after which a call its tool finishes on the calling thread first yields to the
+event loop once: such calls back to back never wait on it otherwise, and other tasks, timers
+(a caller's ``move_on_after`` among them) and cancellation need their turn."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Plan:
     """What a call of one tool needs from the pipeline's tables, looked up once per tool.
@@ -102,6 +120,8 @@ class _Plan:
     """Its deadline and byte limit."""
     gate: ToolGate | None
     """The concurrency gate its calls wait on, if any."""
+    now: FinishNow | None
+    """The tool's ``execute_now``, when it has one and no gate: see :data:`FinishNow`."""
 
 
 class ToolPipeline:
@@ -143,6 +163,8 @@ class ToolPipeline:
         """The operator's rate limits, when configured: each call spends from them."""
         self.redactor = Redactor()
         """What every error message passes through (the runtime sets its own)."""
+        self._turned = 0.0
+        """When a call that finishes on the calling thread last yielded to the event loop."""
         self._specs: dict[str, ArgumentSpec] = {}
         self._plans: dict[str, _Plan] = {}
 
@@ -227,13 +249,21 @@ class ToolPipeline:
         limits = plan.limits
         timeout = limits.timeout
         gate = plan.gate
-        if gate is None:
-            work = tool.execute(checked, ctx)
-        else:
-            work = gate.run(functools.partial(tool.execute, checked, ctx), checked)
+        now = plan.now
+        if now is not None and time.monotonic() - self._turned > TURN_EVERY:
+            await anyio.lowlevel.checkpoint()
+            self._turned = time.monotonic()
         began = time.monotonic()
         try:
-            result = await run_with_deadline(work, timeout, grace=self.stop_grace)
+            result = None
+            if now is not None:
+                result = now(checked, ctx, CallDeadline(began + timeout, timeout))
+            if result is None:
+                if gate is None:
+                    work = tool.execute(checked, ctx)
+                else:
+                    work = gate.run(functools.partial(tool.execute, checked, ctx), checked)
+                result = await run_with_deadline(work, timeout, grace=self.stop_grace)
         except DeadlineExceeded:
             raise ToolTimeoutError(
                 f"Tool {call.name} timed out after {timeout:g} s",
@@ -339,7 +369,8 @@ class ToolPipeline:
             tool,
             self._spec(name),
             self.tool_limits.of(name, tool.timeout),
-            self.gates.of(name, tool),
+            gate := self.gates.of(name, tool),
+            None if gate is not None else getattr(tool, "execute_now", None),
         )
         self._plans[name] = plan
         return plan

@@ -8,7 +8,8 @@
 - :mod:`._link` -- linking a module with WASI and only its granted host bindings;
 - :mod:`._control` -- stopping a guest at its deadline or on cancellation;
 - :mod:`._outcome` -- how a guest ended, mapped onto the error envelope in one place;
-- :mod:`._tool` and :mod:`._loader` -- guests as tools, discovered from their declarations;
+- :mod:`._spec`, :mod:`._tool` and :mod:`._loader` -- guests as tools, discovered from their
+  declarations;
 - :mod:`._component_engine`, :mod:`._components`, :mod:`._component_runner` -- the second
   engine, for WebAssembly components (deep stacks, few instances), their sealed compile
   cache and one call of a component; :mod:`._python_exec` -- ``python_exec`` on them;
@@ -21,7 +22,8 @@ from ._link import LinkError
 from ._loader import state_services, wasm_builtins
 from ._modules import ModuleCache, ModuleMissingError, default_cache_dir
 from ._runner import GuestLimits, WasmToolRunner
-from ._tool import WasmTool, WasmToolSpec, discover_specs
+from ._spec import WasmToolSpec, discover_specs
+from ._tool import WasmTool
 
 __all__ = [
     "GuestLimits",

@@ -27,6 +27,7 @@ an error in wasmtime-py's own exception classes only when there is one.
 from __future__ import annotations
 
 import ctypes
+import functools
 import itertools
 import struct
 from collections.abc import Callable, Sequence
@@ -248,6 +249,27 @@ def set_async_stack_size(config: wasmtime.Config, size: int) -> None:
     """Set the stack size wasmtime checks ``max_wasm_stack`` against (engine creation
     *aborts the process* when ``max_wasm_stack`` exceeds it: callers check first)."""
     ffi.wasmtime_config_async_stack_size_set(config.ptr(), size)
+
+
+def epoch_ticker(engine: wasmtime.Engine) -> Callable[[], None]:
+    """A call that moves ``engine``'s epoch one tick on, holding the GIL throughout.
+
+    ``Engine.increment_epoch`` calls through wasmtime-py's ``CDLL``, which lets go of the GIL
+    for the C call and takes it back after: a thread that ticks that way takes the GIL twice
+    a tick, and each time the thread running Python (which lets go of it at every C call of
+    a guest run) has to wait for it back. This calls the same C function through a
+    ``PyDLL`` handle of the same library, which keeps the GIL for the atomic add it is: the
+    ticker takes the GIL once a tick, when it wakes. Valid while the engine is.
+    """
+    declared = ffi.wasmtime_engine_increment_epoch  # the C function, as wasmtime-py calls it
+    increment = getattr(_GIL_KEEPING, declared.__name__)
+    increment.argtypes = (ctypes.POINTER(ffi.wasm_engine_t),)
+    increment.restype = None
+    return functools.partial(increment, engine.ptr())
+
+
+_GIL_KEEPING = ctypes.PyDLL(ffi.dll._name)
+"""wasmtime's C library once more, with calls that keep the GIL (see :func:`epoch_ticker`)."""
 
 
 def stop_at_deadlines(store: wasmtime.Store, should_stop: StopCheck, message: bytes) -> None:

@@ -37,7 +37,8 @@ from ._component_runner import ComponentRunner
 from ._outcome import outcome
 from ._python_exec import bounded
 from ._runner import GuestLimits
-from ._tool import DeclaredTool, WasmToolSpec, _deadline, _log_line, _progress
+from ._spec import DeclaredTool, WasmToolSpec
+from ._tool import _deadline, _log_line, _progress
 
 STDERR_LOGGED = 4096
 """Bytes of a failed call's stderr (the tool's traceback) logged on ``toolcage.wasm``."""

@@ -3,8 +3,9 @@
 Epoch interruption is how a guest is stopped *inside* wasmtime: compiled code checks the
 engine's epoch counter at loop heads and function entries, and a store whose deadline has
 passed calls back into the host (see :mod:`._control`). A daemon thread advances the epoch
-every :data:`TICK` seconds from the first guest run until the engine is released; it costs
-nothing measurable per call.
+every :data:`TICK` seconds from the first guest run until the engine is released, taking the
+GIL once a tick and briefly (a tick that took it twice, handing it back and forth with the
+thread running guests, cost a guest call on the event loop's thread ~15% here).
 
 The engine reserves its pooling allocator's slots when it is created (about 512 GiB of
 address space and a few hundred mappings), so it is created on first use -- a runtime that
@@ -48,7 +49,7 @@ import wasmtime
 
 from .._threads import WorkerPool
 from ._affinity import GuestCpu
-from ._capi import live_output_callbacks, use_pooling_allocator
+from ._capi import epoch_ticker, live_output_callbacks, use_pooling_allocator
 from ._control import CallControl
 
 TICK = 0.005
@@ -217,6 +218,16 @@ class WasmEngine:
             if got:
                 self._slots.release()
 
+    def take_slot(self) -> bool:
+        """Take one of the pool's instance slots if one is free now; whether it did. What
+        :meth:`slot` does without waiting, minus its context manager (a run on the event
+        loop's thread takes one per call). Give it back with :meth:`give_slot`."""
+        return self._slots.acquire(blocking=False)
+
+    def give_slot(self) -> None:
+        """Give back a slot :meth:`take_slot` took."""
+        self._slots.release()
+
     def leave(self, control: CallControl) -> None:
         """Count a guest run as ended (its store closed); the last one may release the engine."""
         with self._lock:
@@ -256,8 +267,13 @@ class WasmEngine:
         return len(self._parked)
 
     def _tick(self, engine: wasmtime.Engine) -> None:
-        while not self._stop.wait(TICK):
-            engine.increment_epoch()
+        # One GIL acquisition a tick, as short as can be: a plain sleep (an Event's wait
+        # takes the GIL again for its own bookkeeping) and an add that keeps the GIL (see
+        # epoch_ticker). Close waits at most a tick for the loop to see the stop.
+        tick, sleep, stopped = epoch_ticker(engine), time.sleep, self._stop.is_set
+        while not stopped():
+            sleep(TICK)
+            tick()
 
     def close(self, grace: float = CLOSE_GRACE) -> bool:
         """Stop the running guests, wait for them, release the engine; whether all stopped.

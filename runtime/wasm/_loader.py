@@ -58,7 +58,8 @@ from ._modules import ModuleCache
 from ._operator_tools import OperatorTool, operator_tools
 from ._python_exec import MEMORY_BYTES, NAME, TIMEOUT, PythonExecTool
 from ._runner import GuestLimits, WasmToolRunner
-from ._tool import NON_BINDING_NEEDS, WasmTool, WasmToolSpec, discover_specs
+from ._spec import NON_BINDING_NEEDS, WasmToolSpec, discover_specs
+from ._tool import WasmTool
 
 DEFAULT_MEMORY_BYTES = 64 << 20
 DEFAULT_OUTPUT_BYTES = 1 << 20

@@ -28,7 +28,7 @@ from toolcage.host_bindings._component_imports import COMPONENT_CAPABILITIES
 from toolcage.policies import ConfigError, ToolcageConfig
 
 from .._tool import SafetyTier
-from ._tool import NON_BINDING_NEEDS, WasmToolSpec
+from ._spec import NON_BINDING_NEEDS, WasmToolSpec
 
 COMPONENT_HEADER = b"\0asm\x0d\x00\x01\x00"
 """The first bytes of a WebAssembly component (a core module's say version 1, layer 0)."""

@@ -17,7 +17,9 @@ never as wasmtime objects: a failed call's result holds no store, memory or pool
 
 Where it runs: a guest whose caller vouches that it has no effects and never waits, and
 that has no mounts, starts on the calling thread -- the event loop's -- and moves to a guest
-thread if it overruns :data:`INLINE_BUDGET` (see :meth:`WasmToolRunner.run`). Every other
+thread if it overruns :data:`INLINE_BUDGET` (see :meth:`WasmToolRunner.run`); the pipeline
+asks for such a run with :meth:`WasmToolRunner.run_now` before it makes the call a task, so
+a call that finishes there has none. Every other
 guest runs on one of the engine's daemon guest threads (:class:`~.._threads.WorkerPool`),
 pinned to the engine's guest CPU (:mod:`._affinity`), so the event loop never blocks,
 independent calls run in parallel and a guest stuck in a host call cannot keep the process
@@ -41,7 +43,7 @@ import wasmtime
 from toolcage.host_bindings import CallState, HostBinding, current_call
 from toolcage.policies import GrantedMount
 
-from .._deadline import claim_deadline
+from .._deadline import CallDeadline, claim_deadline
 from .._errors import ToolCancelledError, UsageError
 from .._result import ToolResult
 from .._threads import run_in_worker
@@ -190,14 +192,11 @@ class WasmToolRunner:
         thread straight away.
         """
         deadline, timeout = _deadline(limits.timeout)
+        if inline and not mounts:
+            ran = self.run_now(name, arguments, limits, bindings=bindings, state=state)
+            if ran is not None:
+                return ran
         prepared = self._enter_prepared(name, bindings)
-        if inline and not mounts and prepared.key not in self._slow:
-            control = CallControl(deadline, overrun=time.monotonic() + INLINE_BUDGET)
-            run = self._run_here(prepared, arguments, mounts, limits, control, state)
-            if run is not None and run.stopped != OVERRAN:
-                return outcome(run, timeout)
-            if run is not None:
-                self._slow.add(prepared.key)
         control = CallControl(deadline)
         self._enter(name, control)
         done = threading.Event()
@@ -220,6 +219,40 @@ class WasmToolRunner:
             with anyio.CancelScope(shield=True):
                 await run_in_worker(lambda: done.wait(CANCEL_WAIT))
             raise
+        return outcome(run, timeout)
+
+    def run_now(
+        self,
+        name: str,
+        arguments: bytes,
+        limits: GuestLimits,
+        *,
+        bindings: Sequence[HostBinding] = (),
+        state: CallState | None = None,
+        deadline: CallDeadline | None = None,
+    ) -> ToolResult | None:
+        """Run tool ``name`` on the calling thread if it finishes within
+        :data:`INLINE_BUDGET`: its result or its ToolError; None when it did not run to its
+        end here (no instance slot was free, or it overran the budget -- then it was stopped
+        at the next epoch tick -- or its last run did), so the caller runs it the usual way.
+
+        The caller vouches for what :meth:`run`'s ``inline=True`` says, and grants no
+        mounts. ``deadline`` is the call's (the pipeline's, which runs no task for it): when it
+        comes before the guest's own timeout, the guest is stopped inside wasmtime by then.
+        """
+        at, timeout = _deadline(limits.timeout)
+        if deadline is not None and deadline.at < at:
+            at, timeout = deadline.at, deadline.seconds
+        prepared = self._enter_prepared(name, bindings)
+        if prepared.key in self._slow:
+            return None
+        control = CallControl(at, overrun=time.monotonic() + INLINE_BUDGET)
+        run = self._run_here(prepared, arguments, (), limits, control, state)
+        if run is None:
+            return None
+        if run.stopped == OVERRAN:
+            self._slow.add(prepared.key)
+            return None
         return outcome(run, timeout)
 
     def run_sync(
@@ -268,14 +301,17 @@ class WasmToolRunner:
         state: CallState | None,
     ) -> GuestRun | None:
         """A counted run in the calling thread; None when no instance slot is free now."""
+        engine = self.engine
         self._enter(prepared.key[0], control)
         try:
-            with self.engine.slot(wait=False) as got:
-                if not got:
-                    return None
+            if not engine.take_slot():
+                return None
+            try:
                 return self._run_sync(prepared, arguments, mounts, limits, control, state)
+            finally:
+                engine.give_slot()
         finally:
-            self.engine.leave(control)
+            engine.leave(control)
 
     def _release(self) -> None:
         """Free the prepared and compiled modules (the engine is being released)."""

@@ -1,4 +1,4 @@
-"""A WASI guest as a :class:`~toolcage.runtime.abc.Tool`, and discovery of the built tools.
+"""A WASI guest as a :class:`~toolcage.runtime.abc.Tool` (its declaration: :mod:`._spec`).
 
 Each guest tool is declared by ``wasm_tools/tools/NAME.json`` next to its C source::
 
@@ -35,10 +35,8 @@ import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from importlib import resources
-from types import MappingProxyType
-from typing import Any, Literal, cast
+from dataclasses import replace
+from typing import Any
 
 import anyio
 from toolcage.host_bindings import (
@@ -53,129 +51,21 @@ from toolcage.host_bindings import (
     text_messages,
 )
 from toolcage.host_bindings._relay import unwrapped
-from toolcage.policies import MountError, MountPolicy, SessionKind
+from toolcage.policies import GrantedMount, MountError, MountPolicy, SessionKind
 
-from .._deadline import current_deadline
-from .._errors import PermissionDeniedError, ToolExecutionError, UsageError
+from .._deadline import CallDeadline, current_deadline
+from .._errors import PermissionDeniedError, ToolExecutionError
 from .._observe import current_trace
 from .._result import ToolResult
-from .._tool import FunctionDecl, ProgressUpdate, SafetyTier, ToolExecutionContext
-from ._commit import ReplaceSpec
+from .._tool import ProgressUpdate, SafetyTier, ToolExecutionContext
 from ._link import LinkError
 from ._runner import GuestLimits, WasmToolRunner
+from ._spec import DeclaredTool, WasmToolSpec
 
 _guest_log = logging.getLogger("toolcage.wasm")
 
-NON_BINDING_NEEDS = frozenset({"mounts", "attachments"})
-"""Entries of ``needs`` that are not host bindings."""
-
 INLINE_BINDINGS = frozenset({"fs", "clock", "log"})
 """Host bindings that answer without waiting on anything but local files."""
-
-PathMode = Literal["read", "write", "delete"]
-
-
-@dataclass(frozen=True, slots=True)
-class WasmToolSpec:
-    """A guest tool's declaration (its ``NAME.json``)."""
-
-    decl: FunctionDecl
-    """Name, description and parameters, as models see them."""
-    safety_tier: SafetyTier
-    """Its tier; decides approval and mount modes."""
-    timeout: float
-    """Default seconds per call."""
-    path_arguments: Mapping[str, PathMode]
-    """Which arguments are paths, and whether the tool reads or writes them."""
-    needs: tuple[str, ...]
-    """Capabilities it uses (see the module docstring)."""
-    replaces: ReplaceSpec | None = None
-    """The file it changes, replaced atomically (see :mod:`._commit`), if any."""
-    relay: tuple[str, str] | None = None
-    """``(capability, call)`` when the tool is that one host call and nothing else: it runs
-    the shared relay guest, linked with that call alone (see
-    :mod:`toolcage.host_bindings._relay`)."""
-
-    @property
-    def module(self) -> str:
-        """The built module it runs: ``relay`` for a relay tool, else its own name's."""
-        return "relay" if self.relay is not None else self.decl.name
-
-    @classmethod
-    def from_json(cls, text: str, source: str) -> WasmToolSpec:
-        """Parse a declaration; :class:`UsageError` naming ``source`` when it is malformed."""
-        try:
-            raw = json.loads(text)
-            paths = {str(k): cast(PathMode, v) for k, v in raw.get("path_arguments", {}).items()}
-            if any(mode not in ("read", "write", "delete") for mode in paths.values()):
-                raise ValueError("path_arguments values must be 'read', 'write' or 'delete'")
-            replaces = raw.get("replaces")
-            needs = tuple(str(n) for n in raw.get("needs", ()))
-            return cls(
-                decl=FunctionDecl(raw["name"], raw["description"], raw["parameters"]),
-                safety_tier=SafetyTier(raw["safety_tier"]),
-                timeout=float(raw["timeout"]),
-                path_arguments=MappingProxyType(paths),
-                needs=needs,
-                replaces=(
-                    None if replaces is None else ReplaceSpec.from_json(replaces, raw["parameters"])
-                ),
-                relay=None if "relay" not in raw else _relay(raw["relay"], needs),
-            )
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise UsageError(f"bad WASM tool declaration {source}: {exc}") from exc
-
-
-def _relay(value: object, needs: tuple[str, ...]) -> tuple[str, str]:
-    """A declaration's ``relay``: ``"CAPABILITY.CALL"`` of a capability it needs."""
-    capability, dot, call = value.partition(".") if isinstance(value, str) else ("", "", "")
-    if not dot or not capability or not call:
-        raise ValueError(f"relay must be 'capability.call', not {value!r}")
-    if capability not in needs:
-        raise ValueError(f"relay {value!r}: capability {capability!r} is not in its needs")
-    return capability, call
-
-
-def discover_specs() -> list[WasmToolSpec]:
-    """The declarations in the package's ``tools/`` folder, by name."""
-    tools = resources.files("toolcage.wasm_tools").joinpath("tools")
-    specs = [
-        WasmToolSpec.from_json(entry.read_text(encoding="utf-8"), entry.name)
-        for entry in tools.iterdir()
-        if entry.name.endswith(".json")
-    ]
-    return sorted(specs, key=lambda s: s.decl.name)
-
-
-class DeclaredTool:
-    """What a guest tool reads from its declaration and limits, for the pipeline and
-    listings: the C guests' :class:`WasmTool` and the components' tool share it."""
-
-    spec: WasmToolSpec
-    limits: GuestLimits
-
-    @property
-    def name(self) -> str:
-        return self.spec.decl.name
-
-    @property
-    def timeout(self) -> float:
-        return self.limits.timeout
-
-    @property
-    def safety_tier(self) -> SafetyTier:
-        return self.spec.safety_tier
-
-    @property
-    def path_arguments(self) -> Mapping[str, PathMode]:
-        return self.spec.path_arguments
-
-    @property
-    def needs(self) -> tuple[str, ...]:
-        return self.spec.needs
-
-    def schema(self) -> FunctionDecl:
-        return self.spec.decl
 
 
 class WasmTool(DeclaredTool):
@@ -208,6 +98,37 @@ class WasmTool(DeclaredTool):
         self._inline = spec.safety_tier is SafetyTier.READ_ONLY and all(
             b.name in INLINE_BINDINGS for b in self.bindings
         )
+        # ... and such a guest that needs nothing else may finish with no task at all.
+        self._now = (
+            self._inline and not self._preopens and self._outbox is None and not spec.replaces
+        )
+
+    def execute_now(
+        self, args: Mapping[str, Any], ctx: ToolExecutionContext, deadline: CallDeadline
+    ) -> ToolResult | None:
+        """Run the guest on the calling thread, when it can finish there: its result (or its
+        ToolError); None when it did not run to its end here -- :meth:`execute` runs it then.
+
+        The pipeline calls this first, with the call's ``deadline``, and runs no task for a
+        call it finishes (see :meth:`WasmToolRunner.run_now`): only a read-only guest whose
+        host calls never wait, that needs no preopens, sends nothing and replaces no file.
+        """
+        if not self._now:
+            return None
+        worker = ctx.session_kind is SessionKind.WORKER
+        mounts, bindings = self._grants(ctx, worker)
+        state = self._state(ctx, mounts, bindings, min(deadline.at, _deadline(self.timeout)))
+        try:
+            return self.runner.run_now(
+                self.name,
+                self._arguments(args, ctx),
+                self.limits,
+                bindings=bindings,
+                state=state,
+                deadline=deadline,
+            )
+        except LinkError as exc:
+            raise self._refused(exc, worker) from exc
 
     async def execute(self, args: Mapping[str, Any], ctx: ToolExecutionContext) -> ToolResult:
         """Run the guest once with the ``args`` document."""
@@ -217,48 +138,19 @@ class WasmTool(DeclaredTool):
                 f"{self.name} cannot send anything: no channel is connected to this runtime "
                 "(the host passes one to Runtime.from_config(channel=...))"
             )
-        document = dict(args)
-        if "attachments" in self.spec.needs:
-            document["_attachments"] = [
-                {
-                    "name": a.name,
-                    "mime_type": a.mime_type,
-                    "data": base64.b64encode(a.data).decode("ascii"),
-                }
-                for a in ctx.attachments
-            ]
-        try:
-            mounts = self.mounts.mounts_for(self.name, self.safety_tier.value, ctx.principal)
-        except MountError as exc:
-            raise ToolExecutionError(f"the mounts are misconfigured: {exc}") from exc
-        bindings = self.bindings
-        if worker:
-            mounts = tuple(replace(m, writable=False) if m.writable else m for m in mounts)
-            bindings = self._worker_bindings
+        mounts, bindings = self._grants(ctx, worker)
         channel_id = ctx.send_channel_id
         replacement = None
         if self.spec.replaces is not None:
             replacement = self.spec.replaces.prepare(args, mounts)
-        state = None
-        if bindings:
-            state = CallState(
-                tool_name=self.name,
-                deadline=_deadline(self.limits.timeout),
-                progress=lambda message, fraction: _progress(ctx, message, fraction),
-                log=lambda level, message: _log_line(self.name, level, message),
-                mounts=mounts,
-                principal=ctx.principal,
-                reply_bytes=self.limits.reply_bytes,
-                decide=None if (trace := current_trace()) is None else trace.decide,
-            )
+        state = self._state(ctx, mounts, bindings, _deadline(self.limits.timeout))
         try:
+            document = self._document(args, ctx)
             if replacement is not None:
                 document.update(replacement.create())  # removed by discard, below
-            # ASCII JSON: a lone surrogate in a string cannot break the UTF-8 of argv.
-            arguments = json.dumps(document).encode()
             result = await self.runner.run(
                 self.name,
-                arguments,
+                _encoded(document),
                 mounts if self._preopens else (),
                 self.limits,
                 bindings=bindings,
@@ -277,19 +169,80 @@ class WasmTool(DeclaredTool):
                         await _send(self.channel, media)
             return result
         except LinkError as exc:
-            if worker:
-                raise PermissionDeniedError(
-                    f"{self.name} cannot run in a worker session, which only reads (files, "
-                    f"the user's notes, the web): {exc}",
-                    details={"session_kind": SessionKind.WORKER.value},
-                ) from exc
-            # The operator took a capability away ([egress.grants]): the tool cannot run.
-            raise PermissionDeniedError(str(exc)) from exc
+            raise self._refused(exc, worker) from exc
         finally:
             if replacement is not None:
                 replacement.discard()
             if self._outbox is not None and state is not None:
                 self._outbox.take(state)  # what a failed guest handed over is not sent
+
+    def _grants(
+        self, ctx: ToolExecutionContext, worker: bool
+    ) -> tuple[tuple[GrantedMount, ...], tuple[HostBinding, ...]]:
+        """The call's mounts (its principal's) and bindings: read-only mounts and the
+        bindings a worker may have in a worker session."""
+        try:
+            mounts = self.mounts.mounts_for(self.name, self.safety_tier.value, ctx.principal)
+        except MountError as exc:
+            raise ToolExecutionError(f"the mounts are misconfigured: {exc}") from exc
+        if worker:
+            mounts = tuple(replace(m, writable=False) if m.writable else m for m in mounts)
+            return mounts, self._worker_bindings
+        return mounts, self.bindings
+
+    def _state(
+        self,
+        ctx: ToolExecutionContext,
+        mounts: tuple[GrantedMount, ...],
+        bindings: tuple[HostBinding, ...],
+        deadline: float,
+    ) -> CallState | None:
+        """What the host functions of one call see (None when the guest has no bindings)."""
+        if not bindings:
+            return None
+        return CallState(
+            tool_name=self.name,
+            deadline=deadline,
+            progress=lambda message, fraction: _progress(ctx, message, fraction),
+            log=lambda level, message: _log_line(self.name, level, message),
+            mounts=mounts,
+            principal=ctx.principal,
+            reply_bytes=self.limits.reply_bytes,
+            decide=None if (trace := current_trace()) is None else trace.decide,
+        )
+
+    def _document(self, args: Mapping[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
+        """The guest's arguments document: ``args``, and the turn's attachments if needed."""
+        document = dict(args)
+        if "attachments" in self.spec.needs:
+            document["_attachments"] = [
+                {
+                    "name": a.name,
+                    "mime_type": a.mime_type,
+                    "data": base64.b64encode(a.data).decode("ascii"),
+                }
+                for a in ctx.attachments
+            ]
+        return document
+
+    def _arguments(self, args: Mapping[str, Any], ctx: ToolExecutionContext) -> bytes:
+        return _encoded(self._document(args, ctx))
+
+    def _refused(self, exc: LinkError, worker: bool) -> PermissionDeniedError:
+        """The error of a call whose guest imports a binding it is not granted."""
+        if worker:
+            return PermissionDeniedError(
+                f"{self.name} cannot run in a worker session, which only reads (files, "
+                f"the user's notes, the web): {exc}",
+                details={"session_kind": SessionKind.WORKER.value},
+            )
+        # The operator took a capability away ([egress.grants]): the tool cannot run.
+        return PermissionDeniedError(str(exc))
+
+
+def _encoded(document: dict[str, Any]) -> bytes:
+    # ASCII JSON: a lone surrogate in a string cannot break the UTF-8 of argv.
+    return json.dumps(document).encode()
 
 
 async def _send(channel: Channel, message: ChannelMessage) -> None:

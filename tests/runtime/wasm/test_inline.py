@@ -1,16 +1,20 @@
-"""Guests that may start on the calling thread: quick ones finish there, slow ones move."""
+"""Guests that may start on the calling thread: quick ones finish there, slow ones move;
+through the pipeline, such a call runs with no task at all."""
 
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 import wasmtime
 from toolcage.host_bindings import CallState
 from toolcage.policies import GrantedMount
-from toolcage.runtime import ToolTimeoutError
+from toolcage.runtime import Runtime, ToolTimeoutError
+from toolcage.runtime._deadline import CallDeadline
 from toolcage.runtime.wasm import GuestLimits, WasmToolRunner
 
 pytestmark = pytest.mark.anyio
@@ -91,3 +95,86 @@ class TestInline:
             finished.set()
         # the spinning guest left the event loop's thread: the loop kept running meanwhile
         assert ticks >= 3
+
+
+class TestRunNow:
+    def test_a_spinning_guest_is_stopped_at_the_calls_deadline(
+        self, runner: WasmToolRunner
+    ) -> None:
+        # the call's deadline comes before the budget on the calling thread: a timeout,
+        # named after the call's limit, not the guest's own
+        deadline = CallDeadline(time.monotonic() + 0.001, 0.5)
+        with pytest.raises(ToolTimeoutError, match=r"timed out after 0\.5 s"):
+            runner.run_now("spin", b"", GuestLimits(timeout=5), deadline=deadline)
+
+    def test_a_guest_that_overruns_is_left_to_the_usual_way(self, runner: WasmToolRunner) -> None:
+        assert runner.run_now("spin", b"", GuestLimits(timeout=5)) is None
+        # and the next call does not start it here again
+        assert runner.run_now("spin", b"", GuestLimits(timeout=5)) is None
+
+    async def test_a_quick_guest_returns_its_result(self, runner: WasmToolRunner) -> None:
+        binding = ThreadBinding()
+        here = 0
+        for _ in range(20):
+            limits = GuestLimits(timeout=5)
+            result = runner.run_now("ping", b"", limits, bindings=[binding], state=_state())
+            here += result is not None
+            if result is None:  # the machine stalled it past the budget: the usual way
+                result = await runner.run(
+                    "ping", b"", (), limits, bindings=[binding], state=_state(), inline=True
+                )
+            assert result.output_text == "6"
+        assert here > 0
+        assert threading.get_ident() in binding.threads
+
+
+class TestThroughThePipeline:
+    async def test_a_file_read_finishes_without_a_turn_of_the_event_loop(
+        self, tmp_path: Path
+    ) -> None:
+        (tmp_path / "ws").mkdir()
+        (tmp_path / "ws" / "a.txt").write_text("hello\n")
+        (tmp_path / "toolcage.toml").write_text(
+            '[[mounts.areas]]\nhost = "ws"\nguest = "/workspace"\n'
+            'tiers = { read_only = "ro", side_effecting = "rw" }\n'
+        )
+        turns = 0
+        without_a_turn = 0
+
+        async def count_turns() -> None:
+            nonlocal turns
+            while True:
+                turns += 1
+                await anyio.lowlevel.checkpoint()
+
+        config = tmp_path / "toolcage.toml"
+        async with Runtime.from_config(config) as runtime, anyio.create_task_group() as tasks:
+            tasks.start_soon(count_turns)
+            await anyio.lowlevel.checkpoint()
+            for _ in range(20):
+                before = turns
+                result = await runtime.execute("file_read", {"path": "/workspace/a.txt"})
+                assert result.output_text == "hello\n"
+                without_a_turn += turns == before
+            tasks.cancel_scope.cancel()
+        # no task and no turn of the loop for the call (one the machine stalls past the
+        # budget on the loop's thread runs on a guest thread, with turns)
+        assert without_a_turn > 0
+
+    async def test_calls_back_to_back_still_give_the_loop_its_turns(self, tmp_path: Path) -> None:
+        # a caller's own deadline is a timer of the event loop: it fires, and the loop of
+        # calls ends, although each call could finish without the loop
+        (tmp_path / "ws").mkdir()
+        (tmp_path / "ws" / "a.txt").write_text("hello\n")
+        (tmp_path / "toolcage.toml").write_text(
+            '[[mounts.areas]]\nhost = "ws"\nguest = "/workspace"\n'
+            'tiers = { read_only = "ro", side_effecting = "rw" }\n'
+        )
+        calls = 0
+        async with Runtime.from_config(tmp_path / "toolcage.toml") as runtime:
+            for _ in range(20):  # compiled and warm: the calls run on this thread
+                await runtime.execute("file_read", {"path": "/workspace/a.txt"})
+            with anyio.move_on_after(0.05) as scope:
+                for calls in range(1, 100_000):  # noqa: B007 - counted for the message
+                    await runtime.execute("file_read", {"path": "/workspace/a.txt"})
+        assert scope.cancelled_caught, f"{calls} calls ran past their caller's deadline"
