@@ -14,7 +14,10 @@ means (the resolved ``--config`` path, or the built-in defaults and the director
 resolve against) and whether it approves; a server serving another config, one whose config
 file changed since it started, or one with another approval setting refuses, and so does
 an absent one: each is a usage error (exit 2) naming the path, never a silent fallback to
-another config or to an in-process call. The wire format is in :mod:`._serve`.
+another config or to an in-process call. Nor does it trust whoever listens at the path: a
+server must run as the client's own uid or as root (``SO_PEERCRED``), or another account
+that bound the path first could answer with results of its making. The wire format is in
+:mod:`._serve`.
 """
 
 from __future__ import annotations
@@ -23,13 +26,18 @@ import argparse
 import json
 import os
 import socket
+import struct
 import sys
 import threading
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import Any
+
+from ._json_out import write_json_line
 
 SERVER_ENV = "TOOLCAGE_SERVER"
 EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE = 0, 1, 2
+_CRED = struct.Struct("3i")
+"""``struct ucred`` (``SO_PEERCRED``): pid, uid, gid."""
 _MAX_ANSWER = 64 * 1024 * 1024
 """Bytes an answer line may take (envelopes are bounded by the server's output limits)."""
 
@@ -76,11 +84,11 @@ def run_client(argv: Sequence[str]) -> int:
         lines = sock.makefile("rb")
         try:
             hello = {"hello": {**config_identity(args.config), "approve": args.approve}}
-            _send(sock, hello)
+            _send(path, sock, lines, hello)
             _expect_welcome(path, lines)
             if args.jsonl:
                 return _relay_lines(path, sock, lines)
-            _send(sock, {"call": {"name": args.name, "arguments": args.arguments}})
+            _send(path, sock, lines, {"call": {"name": args.name, "arguments": args.arguments}})
             reply = _read(path, lines)
         except ServerError as exc:
             print(f"error: {exc}", file=sys.stderr)
@@ -123,14 +131,22 @@ def _connect(path: str) -> socket.socket:
         sock.close()
         why = exc.strerror or type(exc).__name__
         raise ServerError(f"--server {path}: no toolcage serve answers there ({why})") from None
+    uid = _CRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size))[1]
+    if uid not in (os.geteuid(), 0):
+        sock.close()
+        raise ServerError(f"--server {path}: the server runs as uid {uid}, not as this user")
     return sock
 
 
-def _send(sock: socket.socket, message: dict[str, Any]) -> None:
+def _send(path: str, sock: socket.socket, lines: Any, message: dict[str, Any]) -> None:
+    """Send ``message``; a server that closed the connection first is asked what it said
+    (a refusal, or the words of a server of another kind)."""
     try:
         sock.sendall(json.dumps(message).encode() + b"\n")
     except OSError as exc:
-        raise ServerError(f"the server closed the connection ({exc.strerror})") from None
+        _read(path, lines)
+        why = exc.strerror
+        raise ServerError(f"--server {path}: the server closed the connection ({why})") from None
 
 
 def _read(path: str, lines: Any) -> dict[str, Any]:
@@ -140,11 +156,21 @@ def _read(path: str, lines: Any) -> dict[str, Any]:
         raise ServerError(f"--server {path}: {exc.strerror}") from None
     if not raw.endswith(b"\n"):
         raise ServerError(f"--server {path}: the server closed the connection")
-    message = json.loads(raw)
-    if not isinstance(message, dict):
-        raise ServerError(f"--server {path}: an answer that is not an object")
+    message = _parse(path, raw)
     if "refused" in message:
         raise ServerError(f"--server {path}: refused: {message['refused']}")
+    return message
+
+
+def _parse(path: str, raw: bytes) -> dict[str, Any]:
+    """A line of the server's as a JSON object, or the error of a server of another kind."""
+    try:
+        message = json.loads(raw)
+    except ValueError:
+        message = None
+    if not isinstance(message, dict):
+        said = raw[:60].decode("utf-8", "replace").strip()
+        raise ServerError(f"--server {path}: not a toolcage serve socket (it said {said!r})")
     return message
 
 
@@ -172,20 +198,9 @@ def _relay_lines(path: str, sock: socket.socket, lines: Any) -> int:
         raw = lines.readline(_MAX_ANSWER + 1)
         if not raw:
             return status
-        message = json.loads(raw)
+        message = _parse(path, raw)
         if "refused" in message:
             raise ServerError(f"--server {path}: refused: {message['refused']}")
         if message.get("status") != "success":
             status = EXIT_TOOL_ERROR
         write_json_line(sys.stdout, message)
-
-
-def write_json_line(sink: TextIO, value: dict[str, Any]) -> None:
-    """``value`` as one line of JSON; non-ASCII is kept unless ``sink`` cannot encode it."""
-    text = json.dumps(value, ensure_ascii=False)
-    try:
-        text.encode(sink.encoding or "utf-8")
-    except (UnicodeEncodeError, LookupError):
-        text = json.dumps(value)  # \u escapes: even a lone surrogate is valid JSON
-    sink.write(text + "\n")
-    sink.flush()

@@ -21,7 +21,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any
 
 import anyio
 
@@ -169,24 +169,3 @@ def argv_problem(name: str, arguments: str) -> ToolResult | None:
             problem = ToolValidationError(f"{what}: not valid UTF-8 (byte {exc.start + 1})")
             return ToolResult.failure("" if value is name else name, problem)
     return None
-
-
-def write_json_line(sink: TextIO, value: dict[str, Any]) -> None:
-    """``value`` as one line of JSON; non-ASCII is kept unless ``sink`` cannot encode it."""
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-        try:
-            text.encode(sink.encoding or "utf-8")
-        except (UnicodeEncodeError, LookupError):
-            text = json.dumps(value)  # \u escapes: even a lone surrogate is valid JSON
-    except (TypeError, ValueError, RecursionError) as exc:
-        text = json.dumps(
-            {
-                "status": "error",
-                "tool": str(value.get("tool", "")),
-                "error_type": "execution_error",
-                "message": f"the result could not be written as JSON ({type(exc).__name__})",
-            }
-        )
-    sink.write(text + "\n")
-    sink.flush()

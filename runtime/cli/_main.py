@@ -55,6 +55,7 @@ from .._version import toolcage_version
 from ._audit import add_parser as add_audit_parser
 from ._audit import run_audit
 from ._client import SERVER_ENV
+from ._json_out import write_json_line
 from ._jsonl import (
     LINE_OVERHEAD,
     LineError,
@@ -63,7 +64,6 @@ from ._jsonl import (
     argv_problem,
     error_answer,
     parse_call_line,
-    write_json_line,
 )
 from ._new_tool import add_parser as add_new_tool_parser
 from ._new_tool import run_new_tool

@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -205,6 +206,17 @@ class TestRefusals:
         assert f"--server {tmp_path / 'none.sock'}: no toolcage serve answers there" in done.stderr
         assert done.stdout == ""
 
+    def test_a_server_of_another_kind_is_named_not_trusted(self, tmp_path: Path) -> None:
+        path = tmp_path / "http.sock"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+            listener.bind(str(path))
+            listener.listen()
+            with fake_server(listener, b"HTTP/1.1 400 Bad Request\r\n\r\n"):
+                done = toolcage("call", "file_read", "{}", "--server", str(path))
+        assert done.returncode == 2
+        assert "not a toolcage serve socket (it said 'HTTP/1.1 400 Bad Request')" in done.stderr
+        assert (done.stdout, "Traceback" in done.stderr) == ("", False)
+
     def test_another_config_is_refused(self, tmp_path: Path) -> None:
         config = tmp_path / "toolcage.toml"
         config.write_text(HOST_SHELL)
@@ -325,6 +337,62 @@ class TestOnlyItsUid:
         assert as_us == [{"welcome": {"line": 1}}]
         assert status == 0
         assert f"refused a connection from uid {NOBODY}" in stderr
+
+    def test_a_server_of_another_uid_is_not_believed(self) -> None:
+        """Whoever bound the path first (another account, in a shared directory) could
+        answer with results of its making: the client asks the kernel who answers."""
+        directory = scratch("serve-socket-")
+        directory.chmod(0o1777)
+        path = directory / "serve.sock"
+        fake = b'{"welcome": {}}\n{"envelope": {"status": "success", "result": "forged"}}\n'
+        ready, go = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child: a listener of uid 65534
+            try:
+                os.setgroups([])
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+                    listener.bind(str(path))
+                    listener.listen()
+                    os.write(go, b"!")
+                    listener.settimeout(120)
+                    conn, _ = listener.accept()
+                    with conn:
+                        conn.sendall(fake)
+            finally:
+                os._exit(0)
+        os.close(go)
+        try:
+            assert os.read(ready, 1) == b"!"
+            done = toolcage("call", "file_read", "{}", "--server", str(path))
+        finally:
+            os.close(ready)
+            with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as nudge:
+                nudge.connect(str(path))  # lets the child end, if the client never came
+            os.waitpid(pid, 0)
+        assert done.returncode == 2
+        assert f"the server runs as uid {NOBODY}, not as this user" in done.stderr
+        assert "forged" not in done.stdout
+
+
+@contextlib.contextmanager
+def fake_server(listener: socket.socket, reply: bytes) -> Iterator[None]:
+    """A thread answering one connection of ``listener`` with ``reply``, then closing."""
+
+    def serve() -> None:
+        listener.settimeout(120)
+        with contextlib.suppress(OSError):
+            conn, _ = listener.accept()
+            with conn:
+                conn.sendall(reply)
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    try:
+        yield
+    finally:
+        thread.join()
 
 
 def test_the_client_imports_no_heavy_module() -> None:
