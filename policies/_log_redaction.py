@@ -32,6 +32,7 @@ LOGGERS = (
     "toolcage.host_bindings",
     "toolcage.mcp",
     "toolcage.scheduler",
+    "toolcage.serve",
     "toolcage.sidecar",
     "toolcage.wasm",
     "httpcore.connection",

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import re
+import shlex
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -97,19 +101,40 @@ class TestReadmeCommands:
         (tmp_path / "workspace" / "notes.md").write_text("# Notes\n\nship the release\n")
         commands = command_lines()
         assert any(" call " in command for command in commands)
-        for command in commands:
-            done = subprocess.run(
-                ["bash", "-o", "pipefail", "-c", command],
-                cwd=tmp_path,
-                capture_output=True,
-                text=True,
-                timeout=600,  # a first build of a component installs its compiler too
-                check=False,
-            )
-            assert done.returncode == 0, f"{command}\n{done.stdout}{done.stderr}"
-            if " call " in command:
-                for line in done.stdout.splitlines():
-                    assert json.loads(line)["status"] == "success", command
+        with contextlib.ExitStack() as stack:
+            for command in commands:
+                if command.endswith("&"):  # a server, for the commands after it
+                    stack.enter_context(serving(command.removesuffix("&"), tmp_path))
+                    continue
+                done = subprocess.run(
+                    ["bash", "-o", "pipefail", "-c", command],
+                    cwd=tmp_path,
+                    capture_output=True,
+                    text=True,
+                    timeout=600,  # a first build of a component installs its compiler too
+                    check=False,
+                )
+                assert done.returncode == 0, f"{command}\n{done.stdout}{done.stderr}"
+                if " call " in command:
+                    for line in done.stdout.splitlines():
+                        assert json.loads(line)["status"] == "success", command
+
+
+@contextlib.contextmanager
+def serving(command: str, cwd: Path) -> Iterator[None]:
+    """``command`` (a ``toolcage serve --socket PATH``) running in ``cwd`` once its socket
+    is there; stopped with SIGTERM after, and it must stop cleanly."""
+    socket = cwd / shlex.split(command)[shlex.split(command).index("--socket") + 1]
+    server = subprocess.Popen(["bash", "-c", f"exec {command}"], cwd=cwd)
+    try:
+        while not socket.is_socket():
+            assert server.poll() is None, f"{command}: exit {server.returncode}"
+            time.sleep(0.05)
+        yield
+    finally:
+        server.terminate()
+        assert server.wait(timeout=120) == 0
+    assert not socket.exists()
 
 
 class TestReadmeReference:
