@@ -25,12 +25,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from toolcage.host_bindings import CallState, HostBinding, for_worker
+from toolcage.host_bindings import HostBinding, for_worker
 from toolcage.host_bindings._component_imports import interface
 from toolcage.policies import MountError, MountPolicy, SessionKind
 
 from .._errors import PermissionDeniedError, ToolExecutionError
-from .._observe import current_trace
 from .._result import ToolResult
 from .._tool import ToolExecutionContext
 from ._component_runner import ComponentRunner
@@ -38,7 +37,7 @@ from ._outcome import outcome
 from ._python_exec import bounded
 from ._runner import GuestLimits
 from ._spec import DeclaredTool, WasmToolSpec
-from ._tool import _deadline, _log_line, _progress
+from ._tool import _deadline, _log_line, call_state
 
 STDERR_LOGGED = 4096
 """Bytes of a failed call's stderr (the tool's traceback) logged on ``toolcage.wasm``."""
@@ -86,16 +85,7 @@ class ComponentTool(DeclaredTool):
                 f"{self.name} imports {interface(missing[0])}, which is not granted to it "
                 f"here (granted: {', '.join(sorted(linked)) or 'none'})"
             )
-        state = CallState(
-            tool_name=self.name,
-            deadline=_deadline(self.limits.timeout),
-            progress=lambda message, fraction: _progress(ctx, message, fraction),
-            log=lambda level, message: _log_line(self.name, level, message),
-            mounts=mounts,
-            principal=ctx.principal,
-            reply_bytes=self.limits.reply_bytes,
-            decide=None if (trace := current_trace()) is None else trace.decide,
-        )
+        state = call_state(self.name, self.limits, ctx, mounts, _deadline(self.limits.timeout))
         run = await self.runner.run(
             self.name,
             self.path,

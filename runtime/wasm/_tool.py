@@ -200,16 +200,7 @@ class WasmTool(DeclaredTool):
         """What the host functions of one call see (None when the guest has no bindings)."""
         if not bindings:
             return None
-        return CallState(
-            tool_name=self.name,
-            deadline=deadline,
-            progress=lambda message, fraction: _progress(ctx, message, fraction),
-            log=lambda level, message: _log_line(self.name, level, message),
-            mounts=mounts,
-            principal=ctx.principal,
-            reply_bytes=self.limits.reply_bytes,
-            decide=None if (trace := current_trace()) is None else trace.decide,
-        )
+        return call_state(self.name, self.limits, ctx, mounts, deadline)
 
     def _document(self, args: Mapping[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
         """The guest's arguments document: ``args``, and the turn's attachments if needed."""
@@ -258,6 +249,27 @@ async def _send(channel: Channel, message: ChannelMessage) -> None:
         raise ToolExecutionError(
             f"the channel could not send {what}: {type(exc).__name__}: {exc}"
         ) from exc
+
+
+def call_state(
+    name: str,
+    limits: GuestLimits,
+    ctx: ToolExecutionContext,
+    mounts: tuple[GrantedMount, ...],
+    deadline: float,
+) -> CallState:
+    """What the host functions of one call of guest tool ``name`` see: its principal,
+    mounts and deadline, its progress and log lines, and the trace's decisions."""
+    return CallState(
+        tool_name=name,
+        deadline=deadline,
+        progress=lambda message, fraction: _progress(ctx, message, fraction),
+        log=lambda level, message: _log_line(name, level, message),
+        mounts=mounts,
+        principal=ctx.principal,
+        reply_bytes=limits.reply_bytes,
+        decide=None if (trace := current_trace()) is None else trace.decide,
+    )
 
 
 def _log_line(tool: str, level: str, message: str) -> None:
