@@ -26,18 +26,16 @@ import argparse
 import json
 import os
 import socket
-import struct
 import sys
 import threading
 from collections.abc import Sequence
 from typing import Any
 
+from .._unix_socket import peer_uid
 from ._json_out import write_json_line
 
 SERVER_ENV = "TOOLCAGE_SERVER"
 EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE = 0, 1, 2
-_CRED = struct.Struct("3i")
-"""``struct ucred`` (``SO_PEERCRED``): pid, uid, gid."""
 _MAX_ANSWER = 64 * 1024 * 1024
 """Bytes an answer line may take (envelopes are bounded by the server's output limits)."""
 
@@ -131,7 +129,7 @@ def _connect(path: str) -> socket.socket:
         sock.close()
         why = exc.strerror or type(exc).__name__
         raise ServerError(f"--server {path}: no toolcage serve answers there ({why})") from None
-    uid = _CRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size))[1]
+    uid = peer_uid(sock)
     if uid not in (os.geteuid(), 0):
         sock.close()
         raise ServerError(f"--server {path}: the server runs as uid {uid}, not as this user")

@@ -21,7 +21,7 @@ file is checked against what it was when the server started (device, inode, size
 modification time): a server whose file changed refuses every call rather than answer with
 a config the caller no longer has.
 
-Who may connect: the socket is created ``0600`` (:func:`..mcp.serve._socket.unix_listener`)
+Who may connect: the socket is created ``0600`` (:func:`.._unix_socket.unix_listener`)
 in a directory the server's uid owns and no one else may write (else another account could
 replace the socket between start and connect), and each connection's peer uid
 (``SO_PEERCRED``) must be the server's own -- root's server admits root only -- or it is
@@ -55,7 +55,7 @@ from .._errors import ToolValidationError, UsageError
 from .._result import ToolResult
 from .._runtime import Runtime
 from .._tool import DEFAULT_CONTEXT
-from ..mcp.serve._socket import peer_uid, unix_listener
+from .._unix_socket import peer_uid, unix_listener
 from ._jsonl import (
     LINE_OVERHEAD,
     LineError,

@@ -42,8 +42,9 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from ..._errors import UsageError
 from ..._host import ToolHost
+from ..._unix_socket import unix_listener
 from ._server import build_server
-from ._socket import PeerCheckedH11, unix_listener
+from ._socket import PeerCheckedH11
 
 TOKEN_ENV = "TOOLCAGE_MCP_TOKEN"  # noqa: S105 (the variable's name, not a token)
 """The environment variable holding the bearer token of the HTTP transport."""
